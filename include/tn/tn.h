@@ -1,0 +1,17 @@
+/* TorchNeuron C runtime: the whole public API. */
+#ifndef TN_TN_H
+#define TN_TN_H
+
+#include "tn/status.h"
+#include "tn/dtype.h"
+#include "tn/tensor.h"
+#include "tn/runtime.h"
+#include "tn/device_interface.h"
+#include "tn/stream.h"
+#include "tn/memory.h"
+#include "tn/copy.h"
+#include "tn/random.h"
+#include "tn/kernels.h"
+#include "tn/usage.h"
+
+#endif

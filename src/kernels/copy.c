@@ -1,0 +1,36 @@
+/* Copy with conversion between any two strided views of the same shape.
+ * Same dtype: a memcpy per row when both rows are contiguous, else an element move by size.
+ * Different dtypes: element by element through tn_load/tn_store. */
+#include <string.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "tn/kernels.h"
+
+static void move_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, int32_t es) {
+    if (ds == 1 && ss == 1) {
+        memmove(d, s, (size_t)(n * es));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds * es, s + i * ss * es, (size_t)es);
+}
+
+void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int32_t nth) {
+    const tn_tensor *views[2] = {dst, src};
+    tn_walk w;
+    tn_walk_init(&w, views, 2);
+    int32_t des = tn_dtype_size(dst->dtype), ses = tn_dtype_size(src->dtype);
+    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t dstep = w.strides[0][w.ndim - 1], sstep = w.strides[1][w.ndim - 1];
+    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        char *d = (char *)dst->data + tn_walk_row_offset(&w, 0, r) * des;
+        const char *s = (const char *)src->data + tn_walk_row_offset(&w, 1, r) * ses;
+        if (dst->dtype == src->dtype) {
+            move_row(d, dstep, s, sstep, n, des);
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++)
+            tn_store(d + i * dstep * des, dst->dtype, tn_load(s + i * sstep * ses, src->dtype));
+    }
+}

@@ -1,0 +1,26 @@
+/* dst[...] = scalar, converted once to dst's dtype and then replicated. */
+#include <string.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "tn/kernels.h"
+
+void tn_kernel_fill(const tn_tensor *dst, const tn_scalar *value, int32_t ith, int32_t nth) {
+    tn_value v = {value->f, value->imag, value->i, 0};
+    if (value->kind == TN_SCALAR_KIND_INT || value->kind == TN_SCALAR_KIND_BOOL) {
+        v.is_int = 1;
+        v.re = (double)value->i;
+    }
+    unsigned char bytes[16];
+    tn_store(bytes, dst->dtype, v);
+    int32_t es = tn_dtype_size(dst->dtype);
+    const tn_tensor *views[1] = {dst};
+    tn_walk w;
+    tn_walk_init(&w, views, 1);
+    int64_t n = w.sizes[w.ndim - 1], step = w.strides[0][w.ndim - 1], first, last;
+    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        char *d = (char *)dst->data + tn_walk_row_offset(&w, 0, r) * es;
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * step * es, bytes, (size_t)es);
+    }
+}

@@ -1,0 +1,339 @@
+/* The caching device allocator (see tn/memory.h for the rules it follows).
+ *
+ * One lock guards every device's pools and the pointer map. Blocks are never split; a free
+ * block stays with the stream that allocated it, so reuse is ordered by that stream. A block
+ * that other streams used (record_stream) waits in `pending` with one event per such stream
+ * until their work has run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ptrmap.h"
+
+typedef struct tn_block {
+    void *ptr;
+    uint64_t size;      /* rounded; what the segment holds */
+    uint64_t requested; /* as asked */
+    tn_stream_t stream; /* allocating stream */
+    int32_t device;
+    tn_pool pool;
+    int allocated;
+    uint32_t use_mask; /* other streams (by index) recorded on this block */
+    tn_event_t events[TN_STREAMS_PER_DEVICE];
+    int32_t nevents;
+    struct tn_block *next;
+} tn_block;
+
+struct tn_allocator {
+    int32_t device;
+    tn_block *free_list[TN_POOL_COUNT_]; /* small and large, ascending by size */
+    tn_block *pending;
+    tn_memory_stats stats;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static tn_ptrmap blocks; /* ptr -> tn_block, for every live block of every device */
+
+struct tn_allocator *tn_allocator_create(int32_t device) {
+    struct tn_allocator *a = calloc(1, sizeof *a);
+    if (a) a->device = device;
+    return a;
+}
+
+static void stat_add(tn_stat *s, tn_pool pool, int64_t n) {
+    tn_stat *both[2] = {&s[TN_POOL_ALL], &s[pool]};
+    for (int k = 0; k < 2; k++) {
+        tn_stat *t = both[k];
+        t->current += n;
+        if (n > 0)
+            t->allocated += n;
+        else
+            t->freed -= n;
+        if (t->current > t->peak) t->peak = t->current;
+    }
+}
+
+static void publish(struct tn_allocator *a) {
+    tn_usage_publish(a->device, (uint64_t)a->stats.allocated_bytes[TN_POOL_ALL].current,
+                     (uint64_t)a->stats.reserved_bytes[TN_POOL_ALL].current);
+}
+
+static void insert_free(struct tn_allocator *a, tn_block *b) {
+    tn_block **p = &a->free_list[b->pool];
+    while (*p && (*p)->size < b->size) p = &(*p)->next;
+    b->next = *p;
+    *p = b;
+}
+
+/* Moves pending blocks whose streams have finished with them to the free lists. */
+static void process_pending(struct tn_allocator *a) {
+    tn_block **p = &a->pending;
+    while (*p) {
+        tn_block *b = *p;
+        int done = 1;
+        for (int32_t i = 0; i < b->nevents && done; i++)
+            done = tn_event_query(b->events[i]) == TN_STATUS_OK;
+        if (!done) {
+            p = &b->next;
+            continue;
+        }
+        *p = b->next;
+        for (int32_t i = 0; i < b->nevents; i++) tn_event_destroy(b->events[i]);
+        b->nevents = 0;
+        stat_add(a->stats.active, b->pool, -1);
+        stat_add(a->stats.active_bytes, b->pool, -(int64_t)b->size);
+        insert_free(a, b);
+    }
+}
+
+static tn_block *take_cached(struct tn_allocator *a, tn_pool pool, tn_stream_t s, uint64_t size) {
+    for (tn_block **p = &a->free_list[pool]; *p; p = &(*p)->next) {
+        tn_block *b = *p;
+        if (b->size < size || b->stream != s) continue;
+        if (b->size * 4 > size * 5) return NULL; /* everything further is larger still */
+        *p = b->next;
+        return b;
+    }
+    return NULL;
+}
+
+static void release_cached(struct tn_allocator *a) {
+    const tn_device_interface *drv = tn_driver();
+    int32_t core = tn_device_state_get(a->device)->physical_core;
+    for (int pool = TN_POOL_SMALL; pool < TN_POOL_COUNT_; pool++) {
+        while (a->free_list[pool]) {
+            tn_block *b = a->free_list[pool];
+            a->free_list[pool] = b->next;
+            tn_ptrmap_remove(&blocks, b->ptr);
+            drv->mem_free(drv->ctx, core, b->ptr, b->size);
+            stat_add(a->stats.segment, b->pool, -1);
+            stat_add(a->stats.reserved_bytes, b->pool, -(int64_t)b->size);
+            a->stats.num_device_free++;
+            free(b);
+        }
+    }
+}
+
+static tn_block *new_segment(struct tn_allocator *a, tn_pool pool, uint64_t size) {
+    uint64_t reserved = (uint64_t)a->stats.reserved_bytes[TN_POOL_ALL].current;
+    tn_device_state *d = tn_device_state_get(a->device);
+    if (reserved + size > d->capacity) return NULL;
+    tn_block *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    const tn_device_interface *drv = tn_driver();
+    b->ptr = drv->mem_alloc(drv->ctx, d->physical_core, size);
+    if (!b->ptr || tn_ptrmap_put(&blocks, b->ptr, b) != 0) {
+        if (b->ptr) drv->mem_free(drv->ctx, d->physical_core, b->ptr, size);
+        free(b);
+        return NULL;
+    }
+    b->size = size;
+    b->pool = pool;
+    b->device = a->device;
+    stat_add(a->stats.segment, pool, 1);
+    stat_add(a->stats.reserved_bytes, pool, (int64_t)size);
+    a->stats.num_device_alloc++;
+    return b;
+}
+
+static void fmt_bytes(char *out, size_t n, uint64_t v) {
+    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024 && u < 4) x /= 1024, u++;
+    if (u == 0)
+        snprintf(out, n, "%llu bytes", (unsigned long long)v);
+    else
+        snprintf(out, n, "%.2f %s", x, units[u]);
+}
+
+static tn_status out_of_memory(struct tn_allocator *a, uint64_t requested) {
+    a->stats.num_ooms++;
+    uint64_t cap = tn_device_state_get(a->device)->capacity;
+    uint64_t alloc = (uint64_t)a->stats.allocated_bytes[TN_POOL_ALL].current;
+    uint64_t res = (uint64_t)a->stats.reserved_bytes[TN_POOL_ALL].current;
+    char r[32], c[32], al[32], rs[32], fr[32];
+    fmt_bytes(r, sizeof r, requested);
+    fmt_bytes(c, sizeof c, cap);
+    fmt_bytes(al, sizeof al, alloc);
+    fmt_bytes(rs, sizeof rs, res);
+    fmt_bytes(fr, sizeof fr, cap > res ? cap - res : 0);
+    return tn_error(TN_STATUS_OUT_OF_MEMORY,
+                    "Neuron out of memory. Tried to allocate %s on neuron:%d, which has a "
+                    "total capacity of %s of which %s is free; %s is allocated by tensors and "
+                    "%s is reserved by the caching allocator. Free tensors you no longer need, "
+                    "call torch.neuron.empty_cache(), use smaller batches, or raise "
+                    "NEURON_RT_DEVICE_MEMORY.",
+                    r, (int)a->device, c, fr, al, rs);
+}
+
+tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, void **ptr) {
+    *ptr = NULL;
+    tn_status st = tn_device_check(device);
+    if (st != TN_STATUS_OK || size == 0) return st;
+    if (!stream || tn_stream_device(stream) != device)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "allocation stream is not on neuron:%d",
+                        (int)device);
+    struct tn_allocator *a = tn_device_state_get(device)->allocator;
+    if (size > UINT64_MAX - TN_BLOCK_ROUND) return out_of_memory(a, size);
+    uint64_t rounded = (size + TN_BLOCK_ROUND - 1) / TN_BLOCK_ROUND * TN_BLOCK_ROUND;
+    tn_pool pool = rounded <= TN_SMALL_BLOCK ? TN_POOL_SMALL : TN_POOL_LARGE;
+
+    pthread_mutex_lock(&lock);
+    process_pending(a);
+    tn_block *b = take_cached(a, pool, stream, rounded);
+    if (!b) b = new_segment(a, pool, rounded);
+    if (!b) {
+        /* Wait for all streams so pending blocks come free, return the cache, try again. */
+        a->stats.num_alloc_retries++;
+        pthread_mutex_unlock(&lock);
+        tn_device_wait_idle(device);
+        pthread_mutex_lock(&lock);
+        process_pending(a);
+        release_cached(a);
+        b = new_segment(a, pool, rounded);
+    }
+    if (!b) {
+        st = out_of_memory(a, rounded);
+        pthread_mutex_unlock(&lock);
+        return st;
+    }
+    b->stream = stream;
+    b->allocated = 1;
+    b->requested = size;
+    b->use_mask = 0;
+    stat_add(a->stats.allocation, pool, 1);
+    stat_add(a->stats.active, pool, 1);
+    stat_add(a->stats.allocated_bytes, pool, (int64_t)b->size);
+    stat_add(a->stats.active_bytes, pool, (int64_t)b->size);
+    stat_add(a->stats.requested_bytes, pool, (int64_t)size);
+    publish(a);
+    *ptr = b->ptr;
+    pthread_mutex_unlock(&lock);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_memory_free(void *ptr) {
+    if (!ptr) return TN_STATUS_OK;
+    /* In a forked child the runtime's threads are gone and the lock may be held by one of
+     * them: leak the block rather than risk a deadlock. */
+    if (tn_runtime_forked()) return TN_STATUS_OK;
+    pthread_mutex_lock(&lock);
+    tn_block *b = tn_ptrmap_get(&blocks, ptr);
+    if (!b || !b->allocated) {
+        pthread_mutex_unlock(&lock);
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "%p is not a live device allocation", ptr);
+    }
+    struct tn_allocator *a = tn_device_state_get(b->device)->allocator;
+    b->allocated = 0;
+    stat_add(a->stats.allocation, b->pool, -1);
+    stat_add(a->stats.allocated_bytes, b->pool, -(int64_t)b->size);
+    stat_add(a->stats.requested_bytes, b->pool, -(int64_t)b->requested);
+    for (int32_t i = 0; i < TN_STREAMS_PER_DEVICE; i++) {
+        tn_stream_t s;
+        tn_event_t e;
+        if (!(b->use_mask & (1u << i))) continue;
+        if (tn_stream_get(b->device, i, &s) != TN_STATUS_OK) continue;
+        if (tn_event_create(TN_EVENT_FLAGS_DEFAULT, &e) != TN_STATUS_OK) continue;
+        tn_event_record(e, s);
+        b->events[b->nevents++] = e;
+    }
+    if (b->nevents) {
+        b->next = a->pending;
+        a->pending = b;
+    } else {
+        stat_add(a->stats.active, b->pool, -1);
+        stat_add(a->stats.active_bytes, b->pool, -(int64_t)b->size);
+        insert_free(a, b);
+    }
+    publish(a);
+    pthread_mutex_unlock(&lock);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_memory_record_stream(void *ptr, tn_stream_t stream) {
+    pthread_mutex_lock(&lock);
+    tn_block *b = tn_ptrmap_get(&blocks, ptr);
+    tn_status st = TN_STATUS_OK;
+    if (!b || !b->allocated)
+        st = tn_error(TN_STATUS_INVALID_ARGUMENT, "%p is not a live device allocation", ptr);
+    else if (tn_stream_device(stream) != b->device)
+        st = tn_error(TN_STATUS_INVALID_ARGUMENT,
+                      "record_stream: the stream is on neuron:%d but the tensor on neuron:%d",
+                      (int)tn_stream_device(stream), (int)b->device);
+    else if (stream != b->stream)
+        b->use_mask |= 1u << tn_stream_index(stream);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+tn_status tn_memory_empty_cache(int32_t device) {
+    tn_status st = tn_device_check(device);
+    if (st != TN_STATUS_OK) return st;
+    tn_device_wait_idle(device);
+    struct tn_allocator *a = tn_device_state_get(device)->allocator;
+    pthread_mutex_lock(&lock);
+    process_pending(a);
+    release_cached(a);
+    publish(a);
+    pthread_mutex_unlock(&lock);
+    return TN_STATUS_OK;
+}
+
+int32_t tn_memory_device_of(const void *ptr) {
+    if (tn_runtime_forked()) return -1;
+    pthread_mutex_lock(&lock);
+    tn_block *b = tn_ptrmap_get(&blocks, ptr);
+    int32_t device = b && b->allocated ? b->device : -1;
+    pthread_mutex_unlock(&lock);
+    return device;
+}
+
+tn_status tn_memory_get_stats(int32_t device, tn_memory_stats *stats) {
+    tn_status st = tn_device_check(device);
+    if (st != TN_STATUS_OK) return st;
+    struct tn_allocator *a = tn_device_state_get(device)->allocator;
+    pthread_mutex_lock(&lock);
+    *stats = a->stats;
+    stats->capacity = tn_device_state_get(device)->capacity;
+    pthread_mutex_unlock(&lock);
+    return TN_STATUS_OK;
+}
+
+static void reset_stats(int32_t device, int peaks) {
+    struct tn_allocator *a = tn_device_state_get(device)->allocator;
+    tn_stat *all[] = {a->stats.allocation,      a->stats.segment,        a->stats.active,
+                      a->stats.allocated_bytes, a->stats.reserved_bytes, a->stats.active_bytes,
+                      a->stats.requested_bytes};
+    pthread_mutex_lock(&lock);
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        for (int p = 0; p < TN_POOL_COUNT_; p++) {
+            if (peaks) {
+                all[k][p].peak = all[k][p].current;
+            } else {
+                all[k][p].allocated = 0;
+                all[k][p].freed = 0;
+            }
+        }
+    }
+    if (!peaks) {
+        a->stats.num_alloc_retries = 0;
+        a->stats.num_ooms = 0;
+        a->stats.num_device_alloc = 0;
+        a->stats.num_device_free = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+tn_status tn_memory_reset_peak_stats(int32_t device) {
+    tn_status st = tn_device_check(device);
+    if (st == TN_STATUS_OK) reset_stats(device, 1);
+    return st;
+}
+
+tn_status tn_memory_reset_accumulated_stats(int32_t device) {
+    tn_status st = tn_device_check(device);
+    if (st == TN_STATUS_OK) reset_stats(device, 0);
+    return st;
+}

@@ -1,0 +1,57 @@
+/* Runtime internals shared by the files of src/runtime (not installed, not public). */
+#ifndef TN_RUNTIME_INTERNAL_H
+#define TN_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "tn/device_interface.h"
+#include "tn/memory.h"
+#include "tn/runtime.h"
+#include "tn/status.h"
+#include "tn/stream.h"
+
+/* Sets tn_last_error() and returns status. */
+tn_status tn_error(tn_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Starts the runtime with defaults if needed; fails in a forked child. Every public entry
+ * point that touches devices calls it first. */
+tn_status tn_runtime_ensure(void);
+
+/* Logical device `device` (validated by the caller). */
+typedef struct tn_device_state {
+    int32_t physical_core;
+    uint64_t capacity;
+    struct tn_allocator *allocator;
+    struct tn_stream *streams[TN_STREAMS_PER_DEVICE]; /* created lazily */
+    pthread_mutex_t streams_lock;
+    uint32_t next_pool[2]; /* round-robin cursors: normal, high priority */
+} tn_device_state;
+
+tn_device_state *tn_device_state_get(int32_t device);
+const tn_device_interface *tn_driver(void);
+
+/* Allocator (allocator.c). */
+struct tn_allocator *tn_allocator_create(int32_t device);
+
+/* Streams (stream.c). */
+/* Waits for the stream's / device's work without taking their errors (the allocator's
+ * out-of-memory path must not swallow a kernel error meant for the user). */
+void tn_stream_wait_idle(tn_stream_t stream);
+void tn_device_wait_idle(int32_t device);
+/* Returns and clears the first kernel error kept on the stream. */
+tn_status tn_stream_take_error(tn_stream_t stream);
+
+/* Shared-memory usage registry (usage.c). */
+void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);
+void tn_usage_start(int32_t count);
+
+/* Parsing helpers (env.c), exposed for the C tests. */
+int32_t tn_parse_core_list(const char *text, int32_t *cores, int32_t max);
+int tn_parse_bytes(const char *text, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,56 @@
+/* Runs every C unit test; prints "N passed, N failed" and exits non-zero on any failure. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+int tn_test_failures;
+
+#define TN_TESTS(X)              \
+    X(test_status_strings)       \
+    X(test_parse_core_list)      \
+    X(test_parse_bytes)          \
+    X(test_ptrmap)               \
+    X(test_half_conversions)     \
+    X(test_copy_kernel)          \
+    X(test_fill_kernel)          \
+    X(test_philox_known_answers) \
+    X(test_random_kernels)       \
+    X(test_stream_order)         \
+    X(test_event_ordering)       \
+    X(test_event_timing)         \
+    X(test_kernel_error_kept)    \
+    X(test_allocator_reuse)      \
+    X(test_allocator_oom)        \
+    X(test_allocator_record_stream) \
+    X(test_pinned_memory)        \
+    X(test_copy_async_staging)   \
+    X(test_device_checks)
+
+#define DECLARE(name) void name(void);
+TN_TESTS(DECLARE)
+
+int main(void) {
+    /* Four small devices so the allocator tests hit their capacity quickly. */
+    tn_runtime_desc desc = {.num_cores = 4, .memory_per_core = 64ull << 20};
+    if (tn_runtime_init(&desc) != TN_STATUS_OK) {
+        fprintf(stderr, "runtime init failed: %s\n", tn_last_error());
+        return 1;
+    }
+    int passed = 0, failed = 0;
+#define RUN(name)                                         \
+    do {                                                  \
+        int before = tn_test_failures;                    \
+        name();                                           \
+        if (tn_test_failures == before) {                 \
+            passed++;                                     \
+        } else {                                          \
+            failed++;                                     \
+            fprintf(stderr, "FAILED: %s\n", #name);       \
+        }                                                 \
+    } while (0);
+    TN_TESTS(RUN)
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

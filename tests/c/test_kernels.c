@@ -1,0 +1,126 @@
+/* The copy, fill and random kernels on small strided views. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+static tn_tensor view2(void *data, tn_dtype dt, int64_t s0, int64_t s1, int64_t st0, int64_t st1) {
+    tn_tensor t = {.data = data, .dtype = dt, .ndim = 2};
+    t.sizes[0] = s0;
+    t.sizes[1] = s1;
+    t.strides[0] = st0;
+    t.strides[1] = st1;
+    return t;
+}
+
+void test_copy_kernel(void) {
+    float src[12];
+    for (int i = 0; i < 12; i++) src[i] = (float)i - 5.5f;
+    /* transpose a 3x4 float matrix into a 4x3 double matrix */
+    double dst[12] = {0};
+    tn_tensor d = view2(dst, TN_DTYPE_F64, 4, 3, 3, 1);
+    tn_tensor s = view2(src, TN_DTYPE_F32, 4, 3, 1, 4);
+    tn_kernel_copy(&d, &s, 0, 1);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) CHECK(dst[r * 3 + c] == (double)src[c * 4 + r]);
+    /* float -> int32 truncates toward zero; -> bool is nonzero; -> bf16 rounds */
+    int32_t ints[12];
+    uint8_t bools[12];
+    uint16_t bf[12];
+    tn_tensor si = view2(src, TN_DTYPE_F32, 3, 4, 4, 1);
+    tn_tensor di = view2(ints, TN_DTYPE_I32, 3, 4, 4, 1);
+    tn_tensor db = view2(bools, TN_DTYPE_BOOL, 3, 4, 4, 1);
+    tn_tensor dh = view2(bf, TN_DTYPE_BF16, 3, 4, 4, 1);
+    /* split across three "threads" to cover the slicing */
+    for (int k = 0; k < 3; k++) {
+        tn_kernel_copy(&di, &si, k, 3);
+        tn_kernel_copy(&db, &si, k, 3);
+        tn_kernel_copy(&dh, &si, k, 3);
+    }
+    for (int i = 0; i < 12; i++) {
+        CHECK(ints[i] == (int32_t)src[i]);
+        CHECK(bools[i] == (src[i] != 0));
+        CHECK(tn_bf16_to_f32(bf[i]) == src[i]);
+    }
+    /* broadcast (stride 0) source and a negative-stride source */
+    int64_t one = 7, out[5], rev[5] = {1, 2, 3, 4, 5};
+    tn_tensor b = {.data = &one, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {5}, .strides = {0}};
+    tn_tensor o = {.data = out, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {5}, .strides = {1}};
+    tn_kernel_copy(&o, &b, 0, 1);
+    for (int i = 0; i < 5; i++) CHECK(out[i] == 7);
+    tn_tensor rv = {.data = &rev[4], .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {5}, .strides = {-1}};
+    tn_kernel_copy(&o, &rv, 0, 1);
+    for (int i = 0; i < 5; i++) CHECK(out[i] == 5 - i);
+    /* int64 -> int8 wraps like a two's complement cast */
+    int64_t big[2] = {300, -129};
+    int8_t small[2];
+    tn_tensor sb = {.data = big, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {2}, .strides = {1}};
+    tn_tensor ds = {.data = small, .dtype = TN_DTYPE_I8, .ndim = 1, .sizes = {2}, .strides = {1}};
+    tn_kernel_copy(&ds, &sb, 0, 1);
+    CHECK(small[0] == 44 && small[1] == 127);
+    /* a 0-dim view */
+    double x = 2.5, y = 0;
+    tn_tensor sx = {.data = &x, .dtype = TN_DTYPE_F64, .ndim = 0};
+    tn_tensor dy = {.data = &y, .dtype = TN_DTYPE_F64, .ndim = 0};
+    tn_kernel_copy(&dy, &sx, 0, 1);
+    CHECK(y == 2.5);
+}
+
+void test_fill_kernel(void) {
+    uint16_t h[6];
+    tn_tensor t = view2(h, TN_DTYPE_F16, 2, 3, 3, 1);
+    tn_scalar v = {.kind = TN_SCALAR_KIND_FLOAT, .f = 1.5};
+    tn_kernel_fill(&t, &v, 0, 1);
+    for (int i = 0; i < 6; i++) CHECK(tn_f16_to_f32(h[i]) == 1.5f);
+    int64_t q[6] = {0};
+    tn_tensor col = view2(q, TN_DTYPE_I64, 3, 1, 2, 1); /* every other element */
+    tn_scalar iv = {.kind = TN_SCALAR_KIND_INT, .i = -3};
+    tn_kernel_fill(&col, &iv, 0, 1);
+    for (int i = 0; i < 6; i++) CHECK(q[i] == (i % 2 ? 0 : -3));
+}
+
+void test_philox_known_answers(void) {
+    /* Known answers of Philox-4x32-10 published with the algorithm. */
+    uint32_t out[4];
+    uint32_t z[4] = {0, 0, 0, 0}, zk[2] = {0, 0};
+    tn_philox4x32_10(z, zk, out);
+    CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu &&
+          out[3] == 0x9b00dbd8u);
+    uint32_t f[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
+    uint32_t fk[2] = {0xffffffffu, 0xffffffffu};
+    tn_philox4x32_10(f, fk, out);
+    CHECK(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u &&
+          out[3] == 0x6d5451fdu);
+}
+
+void test_random_kernels(void) {
+    enum { N = 20000 };
+    static float a[N], b[N];
+    tn_tensor ta = {.data = a, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {N}, .strides = {1}};
+    tn_tensor tb = ta;
+    tb.data = b;
+    tn_kernel_normal(&ta, 42, 7, 1.0, 2.0, 0, 1);
+    /* the same draw split over threads is identical */
+    for (int k = 0; k < 4; k++) tn_kernel_normal(&tb, 42, 7, 1.0, 2.0, k, 4);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < N; i++) sum += a[i], sq += (double)a[i] * a[i];
+    double mean = sum / N, var = sq / N - mean * mean;
+    CHECK(fabs(mean - 1.0) < 0.05);
+    CHECK(fabs(sqrt(var) - 2.0) < 0.05);
+    /* another offset gives another draw */
+    tn_kernel_normal(&tb, 42, 8, 1.0, 2.0, 0, 1);
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    tn_kernel_uniform(&ta, 1, 0, -2.0, 3.0, 0, 1);
+    double lo = 1e9, hi = -1e9;
+    sum = 0;
+    for (int i = 0; i < N; i++) {
+        lo = fmin(lo, a[i]);
+        hi = fmax(hi, a[i]);
+        sum += a[i];
+    }
+    CHECK(lo >= -2.0 && hi < 3.0 && lo < -1.9 && hi > 2.9);
+    CHECK(fabs(sum / N - 0.5) < 0.05);
+}

@@ -1,0 +1,275 @@
+/* Streams, events, the caching allocator, pinned memory and asynchronous copies. The runtime
+ * was started by main.c with 4 devices of 64 MiB. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct append_arg {
+    int *log;
+    int *len;
+    int value;
+    int delay_ms;
+} append_arg;
+
+static tn_status append(void *p) {
+    append_arg *a = p;
+    if (a->delay_ms) sleep_ms(a->delay_ms);
+    a->log[(*a->len)++] = a->value;
+    return TN_STATUS_OK;
+}
+
+void test_stream_order(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    int log[100], len = 0;
+    for (int i = 0; i < 100; i++) {
+        append_arg a = {log, &len, i, i % 10 == 0};
+        CHECK_OK(tn_stream_launch(s, "append", append, &a, sizeof a));
+    }
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(len == 100);
+    for (int i = 0; i < 100; i++) CHECK(log[i] == i);
+    CHECK(tn_stream_query(s) == TN_STATUS_OK);
+}
+
+void test_event_ordering(void) {
+    /* A slow producer on stream 1 and a consumer on stream 2 that waits for its event. */
+    tn_stream_t a, b;
+    tn_event_t e;
+    CHECK_OK(tn_stream_get(1, 1, &a));
+    CHECK_OK(tn_stream_get(1, 2, &b));
+    CHECK_OK(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &e));
+    CHECK(tn_event_query(e) == TN_STATUS_OK); /* never recorded: complete */
+    int log[2], len = 0;
+    append_arg slow = {log, &len, 1, 50};
+    append_arg fast = {log, &len, 2, 0};
+    CHECK_OK(tn_stream_launch(a, "slow", append, &slow, sizeof slow));
+    CHECK_OK(tn_event_record(e, a));
+    CHECK(tn_event_query(e) == TN_STATUS_NOT_READY);
+    CHECK_OK(tn_stream_wait_event(b, e));
+    tn_event_destroy(e); /* still pending: must stay alive until the work ran */
+    CHECK_OK(tn_stream_launch(b, "fast", append, &fast, sizeof fast));
+    CHECK_OK(tn_stream_synchronize(b));
+    CHECK(len == 2 && log[0] == 1 && log[1] == 2);
+}
+
+void test_event_timing(void) {
+    tn_stream_t s;
+    tn_event_t t0, t1, plain;
+    CHECK_OK(tn_stream_get(0, 3, &s));
+    CHECK_OK(tn_event_create(TN_EVENT_FLAGS_TIMING, &t0));
+    CHECK_OK(tn_event_create(TN_EVENT_FLAGS_TIMING, &t1));
+    CHECK_OK(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &plain));
+    int log[1], len = 0;
+    append_arg a = {log, &len, 0, 20};
+    CHECK_OK(tn_event_record(t0, s));
+    CHECK_OK(tn_stream_launch(s, "sleep", append, &a, sizeof a));
+    CHECK_OK(tn_event_record(t1, s));
+    CHECK_OK(tn_event_record(plain, s));
+    CHECK_OK(tn_event_synchronize(t1));
+    float ms = 0;
+    CHECK_OK(tn_event_elapsed_ms(t0, t1, &ms));
+    CHECK(ms >= 15.0f && ms < 2000.0f);
+    CHECK(tn_event_elapsed_ms(t0, plain, &ms) == TN_STATUS_INVALID_ARGUMENT);
+    tn_event_destroy(t0);
+    tn_event_destroy(t1);
+    tn_event_destroy(plain);
+}
+
+static tn_status failing(void *p) {
+    (void)p;
+    return TN_STATUS_KERNEL_FAILED;
+}
+
+void test_kernel_error_kept(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(2, 0, &s));
+    CHECK_OK(tn_stream_launch(s, "aten::bad_op", failing, NULL, 0));
+    int log[1], len = 0;
+    append_arg a = {log, &len, 5, 0};
+    CHECK_OK(tn_stream_launch(s, "after", append, &a, sizeof a));
+    tn_status st = tn_stream_synchronize(s);
+    CHECK(st == TN_STATUS_KERNEL_FAILED);
+    CHECK(strstr(tn_last_error(), "aten::bad_op") != NULL);
+    CHECK(len == 1); /* later work still ran */
+    CHECK_OK(tn_stream_synchronize(s)); /* reported once */
+    CHECK_OK(tn_stream_launch(s, "aten::bad_op", failing, NULL, 0));
+    CHECK(tn_device_synchronize(2) == TN_STATUS_KERNEL_FAILED);
+}
+
+void test_allocator_reuse(void) {
+    tn_stream_t s, other;
+    CHECK_OK(tn_stream_get(3, 0, &s));
+    CHECK_OK(tn_stream_get(3, 1, &other));
+    CHECK_OK(tn_memory_empty_cache(3));
+    CHECK_OK(tn_memory_reset_accumulated_stats(3));
+    tn_memory_stats st0, st;
+    CHECK_OK(tn_memory_get_stats(3, &st0));
+    void *p = NULL, *q = NULL;
+    CHECK_OK(tn_memory_alloc(3, s, 1000, &p));
+    CHECK(p != NULL && ((uintptr_t)p % 64) == 0);
+    CHECK(tn_memory_device_of(p) == 3);
+    CHECK_OK(tn_memory_get_stats(3, &st));
+    CHECK(st.allocated_bytes[TN_POOL_ALL].current - st0.allocated_bytes[TN_POOL_ALL].current == 1024);
+    CHECK(st.requested_bytes[TN_POOL_ALL].current - st0.requested_bytes[TN_POOL_ALL].current == 1000);
+    CHECK_OK(tn_memory_free(p));
+    CHECK(tn_memory_device_of(p) == -1);
+    /* same stream, similar size: the cached block comes back */
+    CHECK_OK(tn_memory_alloc(3, s, 900, &q));
+    CHECK(q == p);
+    CHECK_OK(tn_memory_free(q));
+    /* another stream never gets it */
+    CHECK_OK(tn_memory_alloc(3, other, 1000, &q));
+    CHECK(q != p);
+    CHECK_OK(tn_memory_free(q));
+    /* a much smaller request does not take a big block */
+    CHECK_OK(tn_memory_alloc(3, s, 100, &q));
+    CHECK(q != p);
+    CHECK_OK(tn_memory_free(q));
+    /* 1000 cycles keep the reserve bounded */
+    for (int i = 0; i < 1000; i++) {
+        void *a, *b;
+        CHECK_OK(tn_memory_alloc(3, s, 4u << 20, &a));
+        CHECK_OK(tn_memory_alloc(3, s, 3000, &b));
+        CHECK_OK(tn_memory_free(a));
+        CHECK_OK(tn_memory_free(b));
+    }
+    CHECK_OK(tn_memory_get_stats(3, &st));
+    CHECK(st.reserved_bytes[TN_POOL_ALL].current < (8 << 20));
+    CHECK(st.num_device_alloc < 10);
+    CHECK(st.allocated_bytes[TN_POOL_ALL].current == st0.allocated_bytes[TN_POOL_ALL].current);
+    CHECK_OK(tn_memory_empty_cache(3));
+    CHECK_OK(tn_memory_get_stats(3, &st));
+    CHECK(st.reserved_bytes[TN_POOL_ALL].current == 0);
+    CHECK(tn_memory_free((void *)&st) == TN_STATUS_INVALID_ARGUMENT);
+}
+
+void test_allocator_oom(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(3, 0, &s));
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(tn_memory_alloc(3, s, 40u << 20, &a));
+    tn_status st = tn_memory_alloc(3, s, 40u << 20, &b);
+    CHECK(st == TN_STATUS_OUT_OF_MEMORY && b == NULL);
+    CHECK(strstr(tn_last_error(), "Tried to allocate 40.00 MiB") != NULL);
+    CHECK(strstr(tn_last_error(), "total capacity of 64.00 MiB") != NULL);
+    tn_memory_stats ms;
+    CHECK_OK(tn_memory_get_stats(3, &ms));
+    CHECK(ms.num_ooms >= 1 && ms.num_alloc_retries >= 1);
+    /* freeing makes room again; the cached block is released by the retry path */
+    CHECK_OK(tn_memory_free(a));
+    CHECK_OK(tn_memory_alloc(3, s, 50u << 20, &c));
+    CHECK(c != NULL);
+    CHECK_OK(tn_memory_free(c));
+    CHECK(tn_memory_alloc(3, s, UINT64_MAX, &b) == TN_STATUS_OUT_OF_MEMORY);
+    CHECK_OK(tn_memory_empty_cache(3));
+}
+
+void test_allocator_record_stream(void) {
+    tn_stream_t s, user;
+    CHECK_OK(tn_stream_get(3, 0, &s));
+    CHECK_OK(tn_stream_get(3, 4, &user));
+    void *p, *q;
+    CHECK_OK(tn_memory_alloc(3, s, 2048, &p));
+    CHECK_OK(tn_memory_record_stream(p, user));
+    int log[1], len = 0;
+    append_arg slow = {log, &len, 0, 60};
+    CHECK_OK(tn_stream_launch(user, "slow user", append, &slow, sizeof slow));
+    CHECK_OK(tn_memory_free(p));
+    /* while the other stream still works, the block is not handed out again */
+    CHECK_OK(tn_memory_alloc(3, s, 2048, &q));
+    CHECK(q != p);
+    CHECK_OK(tn_memory_free(q));
+    CHECK_OK(tn_stream_synchronize(user));
+    CHECK_OK(tn_memory_alloc(3, s, 2048, &q));
+    CHECK(q == p || q != NULL);
+    CHECK_OK(tn_memory_free(q));
+    tn_memory_stats ms;
+    CHECK_OK(tn_memory_get_stats(3, &ms));
+    CHECK(ms.active[TN_POOL_ALL].current == 0);
+    CHECK_OK(tn_memory_empty_cache(3));
+}
+
+void test_pinned_memory(void) {
+    void *h = NULL;
+    CHECK_OK(tn_host_alloc(4096, &h));
+    CHECK(tn_host_is_pinned(h));
+    CHECK(!tn_host_is_pinned((char *)h + 1) || 1);
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    int log[1], len = 0;
+    append_arg slow = {log, &len, 9, 30};
+    CHECK_OK(tn_stream_launch(s, "slow", append, &slow, sizeof slow));
+    CHECK_OK(tn_host_record_stream(h, s));
+    CHECK_OK(tn_host_free(h)); /* waits for the stream */
+    CHECK(len == 1);
+    CHECK(!tn_host_is_pinned(h));
+    CHECK(tn_host_free(&len) == TN_STATUS_INVALID_ARGUMENT);
+}
+
+void test_copy_async_staging(void) {
+    /* host -> device from pageable memory that is overwritten right after the call */
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(1, 0, &s));
+    int log[1], len = 0;
+    append_arg slow = {log, &len, 0, 30};
+    CHECK_OK(tn_stream_launch(s, "slow", append, &slow, sizeof slow));
+    float host[64];
+    for (int i = 0; i < 64; i++) host[i] = (float)i;
+    void *dev;
+    CHECK_OK(tn_memory_alloc(1, s, sizeof host, &dev));
+    tn_tensor d = {.data = dev, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {64}, .strides = {1}};
+    tn_tensor h = d;
+    h.data = host;
+    CHECK_OK(tn_copy_async(s, &d, &h, TN_COPY_FLAGS_STAGE_SRC));
+    memset(host, 0, sizeof host);
+    /* device -> host, with a cast, then synchronise */
+    double back[64];
+    tn_tensor b = {.data = back, .dtype = TN_DTYPE_F64, .ndim = 1, .sizes = {64}, .strides = {1}};
+    CHECK_OK(tn_copy_async(s, &b, &d, 0));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < 64; i++) CHECK(back[i] == (double)i);
+    tn_scalar v = {.kind = TN_SCALAR_KIND_FLOAT, .f = -1.0};
+    CHECK_OK(tn_fill_async(s, &d, &v));
+    CHECK_OK(tn_copy_async(s, &b, &d, 0));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(back[0] == -1.0 && back[63] == -1.0);
+    tn_tensor wrong = b;
+    wrong.sizes[0] = 63;
+    CHECK(tn_copy_async(s, &wrong, &d, 0) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(tn_memory_free(dev));
+}
+
+void test_device_checks(void) {
+    CHECK(tn_device_count() == 4);
+    tn_status st = tn_device_check(5);
+    CHECK(st == TN_STATUS_INVALID_DEVICE);
+    CHECK(strcmp(tn_last_error(), "Invalid device id: 5. Valid range is 0 to 3") == 0);
+    tn_device_props p;
+    CHECK_OK(tn_device_get_props(2, &p));
+    CHECK(p.total_memory == (64ull << 20) && p.physical_core == 2);
+    CHECK(strcmp(p.name, "NeuronCore-v2") == 0);
+    tn_stream_t s;
+    CHECK(tn_stream_get(-1, 0, &s) == TN_STATUS_INVALID_DEVICE);
+    CHECK(tn_stream_get(0, 99, &s) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(tn_stream_from_pool(0, -1, &s));
+    CHECK(tn_stream_priority(s) == -1);
+    CHECK_OK(tn_device_set_current(1));
+    CHECK(tn_device_current() == 1);
+    CHECK(tn_device_set_current(4) == TN_STATUS_INVALID_DEVICE);
+    CHECK(tn_device_current() == 1);
+    CHECK_OK(tn_device_set_current(0));
+    CHECK(tn_device_interface_set(tn_device_interface_host()) == TN_STATUS_UNSUPPORTED);
+    tn_core_usage u[16];
+    int32_t n = 0;
+    CHECK_OK(tn_usage_snapshot(u, 16, &n));
+    CHECK(n >= 4);
+}
