@@ -80,6 +80,17 @@ int32_t tn_host_is_pinned(const void *ptr);
 /* The pinned block holding ptr is in use by work enqueued so far on `stream`. */
 tn_status tn_host_record_stream(void *ptr, tn_stream_t stream);
 
+typedef struct tn_host_stats {
+    tn_stat blocks;
+    tn_stat bytes;
+    int64_t num_host_alloc;
+    int64_t num_host_free;
+} tn_host_stats;
+
+void tn_host_get_stats(tn_host_stats *stats);
+/* peaks != 0: peaks to current; otherwise the running totals and counts to zero. */
+void tn_host_reset_stats(int32_t peaks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -35,8 +35,9 @@ typedef struct tn_runtime_desc {
  * Every other function starts the runtime with defaults when needed. */
 tn_status tn_runtime_init(const tn_runtime_desc *desc);
 
-/* Non-zero when this process is a fork() child of a process whose runtime had started: the
- * runtime's threads did not survive the fork, so every call fails with TN_STATUS_FORKED. */
+/* Non-zero when this process is a fork() child of a process that had done device work: the
+ * runtime's stream threads did not survive the fork, so every call fails with
+ * TN_STATUS_FORKED. */
 int32_t tn_runtime_forked(void);
 
 int32_t tn_runtime_launch_blocking(void);

@@ -18,7 +18,12 @@ static struct {
 static volatile int32_t forked_child;
 static _Thread_local int32_t current_device;
 
-static void on_fork_child(void) { forked_child = 1; }
+/* A child forked before any stream thread existed has a complete runtime (the parent had done
+ * no device work); after that, the child's streams have no workers and must not be used. */
+static void on_fork_child(void) {
+    if (__atomic_load_n(&tn_stream_threads_started, __ATOMIC_ACQUIRE)) forked_child = 1;
+    tn_usage_forget(); /* the registry file is the parent's */
+}
 
 static tn_status read_devices(int32_t *cores, int32_t *count) {
     const char *visible = getenv("NEURON_RT_VISIBLE_CORES");

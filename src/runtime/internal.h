@@ -39,6 +39,8 @@ const tn_device_interface *tn_driver(void);
 struct tn_allocator *tn_allocator_create(int32_t device);
 
 /* Streams (stream.c). */
+extern int32_t tn_stream_threads_started;
+
 /* Waits for the stream's / device's work without taking their errors (the allocator's
  * out-of-memory path must not swallow a kernel error meant for the user). */
 void tn_stream_wait_idle(tn_stream_t stream);
@@ -49,6 +51,7 @@ tn_status tn_stream_take_error(tn_stream_t stream);
 /* Shared-memory usage registry (usage.c). */
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);
 void tn_usage_start(int32_t count);
+void tn_usage_forget(void);
 
 /* Parsing helpers (env.c), exposed for the C tests. */
 int32_t tn_parse_core_list(const char *text, int32_t *cores, int32_t max);

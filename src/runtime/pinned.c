@@ -16,6 +16,16 @@ typedef struct pinned_block {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tn_ptrmap pinned;
+static tn_host_stats stats;
+
+static void stat_add(tn_stat *s, int64_t n) {
+    s->current += n;
+    if (n > 0)
+        s->allocated += n;
+    else
+        s->freed -= n;
+    if (s->current > s->peak) s->peak = s->current;
+}
 
 tn_status tn_host_alloc(uint64_t size, void **ptr) {
     *ptr = NULL;
@@ -37,6 +47,11 @@ tn_status tn_host_alloc(uint64_t size, void **ptr) {
     b->size = size;
     pthread_mutex_lock(&lock);
     int err = tn_ptrmap_put(&pinned, p, b);
+    if (!err) {
+        stat_add(&stats.blocks, 1);
+        stat_add(&stats.bytes, (int64_t)size);
+        stats.num_host_alloc++;
+    }
     pthread_mutex_unlock(&lock);
     if (err) {
         free(b);
@@ -51,6 +66,11 @@ tn_status tn_host_free(void *ptr) {
     if (!ptr || tn_runtime_forked()) return TN_STATUS_OK;
     pthread_mutex_lock(&lock);
     pinned_block *b = tn_ptrmap_remove(&pinned, ptr);
+    if (b) {
+        stat_add(&stats.blocks, -1);
+        stat_add(&stats.bytes, -(int64_t)b->size);
+        stats.num_host_free++;
+    }
     pthread_mutex_unlock(&lock);
     if (!b) return tn_error(TN_STATUS_INVALID_ARGUMENT, "%p is not pinned host memory", ptr);
     for (int32_t i = 0; i < b->nuses; i++) {
@@ -100,4 +120,25 @@ tn_status tn_host_record_stream(void *ptr, tn_stream_t stream) {
         tn_event_destroy(old);
     }
     return st;
+}
+
+void tn_host_get_stats(tn_host_stats *out) {
+    pthread_mutex_lock(&lock);
+    *out = stats;
+    pthread_mutex_unlock(&lock);
+}
+
+void tn_host_reset_stats(int32_t peaks) {
+    pthread_mutex_lock(&lock);
+    tn_stat *all[2] = {&stats.blocks, &stats.bytes};
+    for (int k = 0; k < 2; k++) {
+        if (peaks) {
+            all[k]->peak = all[k]->current;
+        } else {
+            all[k]->allocated = 0;
+            all[k]->freed = 0;
+        }
+    }
+    if (!peaks) stats.num_host_alloc = stats.num_host_free = 0;
+    pthread_mutex_unlock(&lock);
 }

@@ -35,6 +35,9 @@ struct tn_stream {
 
 static _Thread_local int8_t current_index[TN_MAX_DEVICES];
 
+/* Set once a worker thread exists: a fork() after that leaves a child without workers. */
+int32_t tn_stream_threads_started;
+
 static void *worker_main(void *p) {
     tn_stream_t s = p;
     char name[16];
@@ -78,6 +81,7 @@ static tn_status stream_create(int32_t device, int32_t index, tn_stream_t *out) 
         return tn_error(TN_STATUS_INTERNAL, "could not start a stream worker thread");
     }
     pthread_detach(thread);
+    __atomic_store_n(&tn_stream_threads_started, 1, __ATOMIC_RELEASE);
     *out = s;
     return TN_STATUS_OK;
 }

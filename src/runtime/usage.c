@@ -44,8 +44,10 @@ static const char *usage_dir(void) {
     return d && *d ? d : "/dev/shm";
 }
 
+static pid_t owner;
+
 static void remove_mine(void) {
-    if (my_path[0] && getpid() == (mine ? mine->pid : -1)) unlink(my_path);
+    if (my_path[0] && getpid() == owner) unlink(my_path);
 }
 
 void tn_usage_start(int32_t n) {
@@ -68,11 +70,14 @@ void tn_usage_start(int32_t n) {
         mine->records[i].physical_core = tn_device_state_get(i)->physical_core;
         mine->records[i].capacity = tn_device_state_get(i)->capacity;
     }
-    mine->pid = (int32_t)getpid();
+    owner = getpid();
+    mine->pid = (int32_t)owner;
     mine->count = n;
     __atomic_store_n(&mine->magic, USAGE_MAGIC, __ATOMIC_RELEASE);
     atexit(remove_mine);
 }
+
+void tn_usage_forget(void) { mine = NULL; }
 
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved) {
     if (!mine || device < 0 || device >= TN_MAX_DEVICES) return;

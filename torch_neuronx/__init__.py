@@ -1,0 +1,50 @@
+"""TorchNeuron: the `neuron` device for PyTorch.
+
+Importing this package (PyTorch does it at `import torch` through the `torch.backends` entry
+point, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0) registers the device: tensors and modules take
+`device="neuron"`, `torch.neuron` mirrors `torch.cuda`, and `torch.accelerator` reports neuron.
+"""
+import torch
+
+from . import _C
+
+__version__ = "0.1.0"
+
+_BACKEND = "neuron"
+
+
+def _register():
+    if torch._C._get_privateuse1_backend_name() != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+    from . import neuron
+
+    if not hasattr(torch, _BACKEND):
+        torch._register_device_module(_BACKEND, neuron)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+_register()
+
+
+def _autoload():
+    """Entry point PyTorch calls at import; registration already happened on import."""
+
+
+def get_executed_ops():
+    """{aten op name: count} of ops that ran natively on neuron since the last clear."""
+    return dict(_C._executed_ops())
+
+
+def get_fallback_ops():
+    """{aten op name: count} of ops that ran on the CPU fallback since the last clear."""
+    return dict(_C._fallback_ops())
+
+
+def clear_op_tracking():
+    """Resets the executed and fallback op counts."""
+    _C._clear_op_tracking()
+
+
+__all__ = ["get_executed_ops", "get_fallback_ops", "clear_op_tracking"]

@@ -1,0 +1,81 @@
+// torch_neuronx._C: the Python entry points of the runtime. Thin: each function forwards to
+// the C runtime or to the registries in csrc/.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "aten/OpTracking.h"
+#include "runtime/Functions.h"
+#include "runtime/Generator.h"
+
+namespace torch_neuronx {
+namespace {
+
+py::dict device_properties(int device) {
+  tn_device_props p;
+  check(tn_device_get_props(device, &p));
+  py::dict d;
+  d["name"] = std::string(p.name);
+  d["index"] = p.index;
+  d["physical_core"] = p.physical_core;
+  d["total_memory"] = p.total_memory;
+  return d;
+}
+
+py::list usage_snapshot() {
+  std::vector<tn_core_usage> rows(4096);
+  int32_t n = 0;
+  check(tn_usage_snapshot(rows.data(), static_cast<int32_t>(rows.size()), &n));
+  py::list out;
+  for (int32_t i = 0; i < n; i++) {
+    py::dict r;
+    r["pid"] = rows[i].pid;
+    r["physical_core"] = rows[i].physical_core;
+    r["capacity"] = rows[i].capacity;
+    r["allocated"] = rows[i].allocated;
+    r["reserved"] = rows[i].reserved;
+    out.append(r);
+  }
+  return out;
+}
+
+PyObject* default_generator_object(int device) {
+  return THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(device)));
+}
+
+} // namespace
+} // namespace torch_neuronx
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torch_neuronx;
+  m.doc() = "TorchNeuron runtime bindings";
+  m.def("_init", [] { check(tn_runtime_init(nullptr)); });
+  m.def("_is_in_bad_fork", [] { return tn_runtime_forked() != 0; });
+  m.def("_device_count", [] { return static_cast<int>(device_count()); });
+  m.def("_init_error", [] {
+    tn_status st = tn_runtime_init(nullptr);
+    return st == TN_STATUS_OK ? std::string() : std::string(tn_last_error());
+  });
+  m.def("_current_device", [] { return static_cast<int>(current_device()); });
+  m.def("_set_device", [](int d) { set_device(static_cast<c10::DeviceIndex>(d)); });
+  m.def("_exchange_device", [](int d) {
+    return d < 0 ? static_cast<int>(current_device())
+                 : static_cast<int>(exchange_device(static_cast<c10::DeviceIndex>(d)));
+  });
+  m.def("_device_properties", &device_properties);
+  m.def("_synchronize", [](int d) {
+    py::gil_scoped_release no_gil;
+    check(tn_device_synchronize(resolve(static_cast<c10::DeviceIndex>(d))));
+  });
+  m.def("_empty_cache", [](int d) {
+    py::gil_scoped_release no_gil;
+    check(tn_memory_empty_cache(d));
+  });
+  m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });
+  m.def("_default_generator", [](int d) {
+    return py::reinterpret_steal<py::object>(default_generator_object(d));
+  });
+  m.def("_usage_snapshot", &usage_snapshot);
+  m.def("_executed_ops", &executed_ops);
+  m.def("_fallback_ops", &fallback_ops);
+  m.def("_clear_op_tracking", &clear_op_tracking);
+}
