@@ -4,9 +4,17 @@ Importing this package (PyTorch does it at `import torch` through the `torch.bac
 point, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0) registers the device: tensors and modules take
 `device="neuron"`, `torch.neuron` mirrors `torch.cuda`, and `torch.accelerator` reports neuron.
 """
-import torch
 
-from . import _C
+
+def _autoload():
+    """Entry point PyTorch calls at `import torch`. Registration happens in this module's body
+    (below), which has run or is running by then; defined before `import torch` so that
+    `import torch_neuronx` first also works (torch then finds this module half-imported)."""
+
+
+import torch  # noqa: E402
+
+from . import _C  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -26,10 +34,6 @@ def _register():
 
 
 _register()
-
-
-def _autoload():
-    """Entry point PyTorch calls at import; registration already happened on import."""
 
 
 def get_executed_ops():

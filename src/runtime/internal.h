@@ -18,6 +18,9 @@ tn_status tn_error(tn_status status, const char *fmt, ...)
 #endif
     ;
 
+/* Empties tn_last_error() (stream workers do it before each task). */
+void tn_clear_error(void);
+
 /* Starts the runtime with defaults if needed; fails in a forked child. Every public entry
  * point that touches devices calls it first. */
 tn_status tn_runtime_ensure(void);

@@ -20,6 +20,8 @@ const char *tn_status_string(tn_status status) {
 
 const char *tn_last_error(void) { return last_error; }
 
+void tn_clear_error(void) { last_error[0] = '\0'; }
+
 tn_status tn_error(tn_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

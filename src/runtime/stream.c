@@ -49,6 +49,7 @@ static void *worker_main(void *p) {
         tn_task *t = s->head;
         pthread_mutex_unlock(&s->lock);
 
+        tn_clear_error();
         tn_status st = t->fn(t->arg);
 
         pthread_mutex_lock(&s->lock);

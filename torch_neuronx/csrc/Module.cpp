@@ -3,6 +3,10 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include <mutex>
+#include <set>
+#include <string>
+
 #include "aten/OpTracking.h"
 #include "runtime/Functions.h"
 #include "runtime/Generator.h"
@@ -36,6 +40,24 @@ py::list usage_snapshot() {
     out.append(r);
   }
   return out;
+}
+
+// A task that fails like a kernel would (e.g. an index out of range), for testing how errors
+// travel from a stream to the next synchronisation.
+tn_status failing_task(void*) {
+  return TN_STATUS_KERNEL_FAILED;
+}
+
+void inject_stream_error(int device, const std::string& op) {
+  static std::mutex lock;
+  static std::set<std::string> names;  // launches keep a pointer to the name
+  const char* name;
+  {
+    std::lock_guard<std::mutex> g(lock);
+    name = names.insert(op).first->c_str();
+  }
+  check(tn_stream_launch(current_stream(static_cast<c10::DeviceIndex>(device)), name,
+                         failing_task, nullptr, 0));
 }
 
 PyObject* default_generator_object(int device) {
@@ -75,6 +97,7 @@ PYBIND11_MODULE(_C, m) {
     return py::reinterpret_steal<py::object>(default_generator_object(d));
   });
   m.def("_usage_snapshot", &usage_snapshot);
+  m.def("_inject_stream_error", &inject_stream_error);
   m.def("_executed_ops", &executed_ops);
   m.def("_fallback_ops", &fallback_ops);
   m.def("_clear_op_tracking", &clear_op_tracking);

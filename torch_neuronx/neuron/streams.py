@@ -23,18 +23,20 @@ class Stream(torch.Stream):
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
 
 
-class Event(torch.Event):
-    """A marker in a stream: record, wait, query, synchronize, elapsed_time."""
+class _NeuronEventType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
+
+
+class Event(metaclass=_NeuronEventType):
+    """A marker in a stream: record, wait, query, synchronize, elapsed_time.
+
+    Instances are plain torch.Event objects on neuron (torch.Event's methods accept only that
+    exact type), so isinstance(e, torch.neuron.Event) holds for any neuron event."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return super().__new__(cls, device="neuron", enable_timing=enable_timing,
-                               blocking=blocking, interprocess=interprocess)
-
-    def record(self, stream=None):
-        super().record(stream if stream is not None else current_stream())
-
-    def wait(self, stream=None):
-        super().wait(stream if stream is not None else current_stream())
+        return torch.Event(device="neuron", enable_timing=enable_timing, blocking=blocking,
+                           interprocess=interprocess)
 
 
 def current_stream(device=None):
@@ -43,7 +45,8 @@ def current_stream(device=None):
 
 def default_stream(device=None):
     d = _device(device)
-    return torch.Stream(stream_id=0, device_index=d.index, device_type=d.type)
+    type_id = torch.accelerator.current_stream(d).device_type  # c10's enum value for neuron
+    return torch.Stream(stream_id=0, device_index=d.index, device_type=type_id)
 
 
 def set_stream(stream):

@@ -26,10 +26,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       "' has no native neuron kernel and the CPU fallback is disabled "
       "(TORCH_NEURONX_DISABLE_CPU_FALLBACK=1). Unset that variable to run it on the CPU.");
   if (track_fallback(full)) {
-    TORCH_WARN("The operator '", full,
-               "' has no native neuron kernel; it runs on the CPU, with copies to and from the "
-               "device (slow). torch_neuronx.get_fallback_ops() lists such ops; "
-               "TORCH_NEURONX_DISABLE_CPU_FALLBACK=1 makes this an error.");
+    TORCH_WARN("'", full, "' has no native neuron kernel and runs on the CPU (slow); "
+               "see torch_neuronx.get_fallback_ops().");
   }
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
