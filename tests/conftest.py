@@ -1,0 +1,42 @@
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402  (autoloads torch_neuronx through the torch.backends entry point)
+import torch_neuronx  # noqa: E402
+
+
+def run_python(code, env=None, timeout=120):
+    """Runs `code` as a script in a fresh interpreter (for settings read once at start-up, and
+    so that spawned children can import its functions); returns the CompletedProcess. The
+    child inherits this environment plus `env`."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "script.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(code))
+        return subprocess.run([sys.executable, script], env=full_env, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+@pytest.fixture
+def quiet_fallback():
+    """Silences the once-per-op fallback warnings for tests that are not about them."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*has no native neuron kernel.*")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _synchronized():
+    yield
+    torch.neuron.synchronize()

@@ -1,0 +1,140 @@
+"""Copies between CPU and neuron, and between neuron cores: every dtype, any layout."""
+import pytest
+import torch
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8,
+          torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128]
+
+
+def sample(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 100).to(dtype)
+    info = torch.iinfo(dtype)
+    return torch.randint(max(info.min, -1000), min(info.max, 1000), shape, generator=g, dtype=dtype)
+
+
+LAYOUTS = {
+    "contiguous": lambda t: t,
+    "transposed": lambda t: t.transpose(0, 1),
+    "strided": lambda t: t[::2, 1::3],
+    "offset": lambda t: t[3:, 2:],
+    "expanded": lambda t: t[:1].expand(5, -1),
+    "scalar": lambda t: t[1, 2],
+    "empty": lambda t: t[:0],
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_round_trip(dtype, layout):
+    base = sample((9, 12), dtype)
+    src = LAYOUTS[layout](base)
+    dev = src.to("neuron")
+    assert dev.device.type == "neuron" and dev.dtype == dtype and dev.shape == src.shape
+    back = dev.cpu()
+    torch.testing.assert_close(back, src, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["transposed", "strided", "offset"])
+def test_copy_into_device_views(dtype, layout):
+    """copy_ from CPU into a non-contiguous view of a device tensor, and back into a CPU view."""
+    target = torch.zeros(9, 12, dtype=dtype)
+    dev = target.to("neuron")
+    src = sample((9, 12), dtype, seed=1)
+    LAYOUTS[layout](dev).copy_(LAYOUTS[layout](src))
+    LAYOUTS[layout](target).copy_(LAYOUTS[layout](src))
+    torch.testing.assert_close(dev.cpu(), target, rtol=0, atol=0)
+    out = torch.full((12, 9), 7, dtype=dtype).t()
+    out.copy_(dev)
+    torch.testing.assert_close(out, target, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("src_dtype", DTYPES[:10], ids=str)
+@pytest.mark.parametrize("dst_dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=str)
+def test_dtype_conversion_matches_cpu(src_dtype, dst_dtype):
+    src = sample((6, 7), src_dtype)
+    expect = src.to(dst_dtype)
+    torch.testing.assert_close(src.to("neuron").to(dst_dtype).cpu(), expect, rtol=0, atol=0)
+    torch.testing.assert_close(src.to("neuron", dtype=dst_dtype).cpu(), expect, rtol=0, atol=0)
+    torch.testing.assert_close(src.to("neuron").to("cpu", dtype=dst_dtype), expect, rtol=0, atol=0)
+
+
+def test_device_to_device():
+    src = sample((33, 17), torch.float32)
+    a = src.to("neuron:0")
+    b = a.to("neuron:1")
+    assert b.device == torch.device("neuron", 1)
+    c = torch.empty(17, 33, device="neuron:0")
+    c.copy_(b.t())
+    torch.testing.assert_close(c.cpu(), src.t(), rtol=0, atol=0)
+    d = a.clone()
+    a.fill_(0)
+    torch.testing.assert_close(d.cpu(), src, rtol=0, atol=0)
+
+
+def test_non_blocking_pinned_copies():
+    src = sample((256, 256), torch.float32).pin_memory()
+    assert src.is_pinned()
+    dev = src.to("neuron", non_blocking=True)
+    out = torch.empty(256, 256).pin_memory()
+    out.copy_(dev, non_blocking=True)
+    torch.neuron.synchronize()
+    torch.testing.assert_close(out, src, rtol=0, atol=0)
+    del src  # freeing pinned memory with copies pending is safe
+    torch.neuron.synchronize()
+
+
+def test_pageable_source_may_change_after_copy():
+    src = torch.arange(1_000_000, dtype=torch.float32)
+    expect = src.clone()
+    dev = src.to("neuron")   # staged: returns before the device copy runs
+    src.zero_()
+    torch.testing.assert_close(dev.cpu(), expect, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_item_fill_zero(dtype):
+    value = {torch.bool: True}.get(dtype, 3) if not dtype.is_complex else 2 + 1j
+    t = torch.empty(4, 5, dtype=dtype, device="neuron")
+    t.fill_(value)
+    torch.testing.assert_close(t.cpu(), torch.full((4, 5), value, dtype=dtype), rtol=0, atol=0)
+    assert t[1, 2].item() == torch.tensor(value, dtype=dtype).item()
+    t[1].zero_()
+    expect = torch.full((4, 5), value, dtype=dtype)
+    expect[1] = 0
+    torch.testing.assert_close(t.cpu(), expect, rtol=0, atol=0)
+    t.fill_(torch.tensor(value, dtype=dtype, device="neuron"))
+    assert bool((t.cpu() == torch.tensor(value, dtype=dtype)).all())
+
+
+def test_resize_keeps_data():
+    t = torch.arange(6, dtype=torch.float32, device="neuron")
+    t.resize_(2, 5)
+    assert t.shape == (2, 5)
+    torch.testing.assert_close(t.flatten()[:6].cpu(), torch.arange(6, dtype=torch.float32))
+    s = torch.arange(4, dtype=torch.int32, device="neuron").untyped_storage()
+    s.resize_(64)
+    assert s.nbytes() == 64
+    torch.testing.assert_close(torch.tensor([], dtype=torch.int32, device="neuron").set_(s)[:4].cpu(),
+                               torch.arange(4, dtype=torch.int32))
+
+
+def test_views_share_storage():
+    t = torch.zeros(4, 6, device="neuron")
+    v = t.view(6, 4)[1:3]
+    v.fill_(5)
+    expect = torch.zeros(4, 6)
+    expect.view(6, 4)[1:3] = 5
+    torch.testing.assert_close(t.cpu(), expect)
+    assert t.as_strided((2, 2), (1, 6), 1).cpu().tolist() == expect.as_strided((2, 2), (1, 6), 1).tolist()
+
+
+def test_unsupported_dtype_is_a_type_error():
+    with pytest.raises(TypeError, match="not supported on the neuron device"):
+        torch.zeros(3, dtype=torch.float8_e4m3fn).to("neuron").cpu()
