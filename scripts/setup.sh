@@ -18,6 +18,18 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import torch, pytest
 fi
 echo "[setup] building the C runtime and the PyTorch extension"
 start=$(date +%s)
-# Editable: the extension is built in place, so the source tree imports as the package.
-"${PIP[@]}" install --no-build-isolation --no-deps -e .
+LOG=build/setup.log
+mkdir -p build
+if TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import importlib.metadata as m; m.version('torchneuron')" 2>/dev/null; then
+  # Installed already (editable): rebuild in place; make and ninja redo only what changed.
+  cmd=(env TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" setup.py build_ext --inplace)
+else
+  # First time: an editable install registers the torch.backends entry point and neuron-ls.
+  cmd=("${PIP[@]}" install --no-build-isolation --no-deps -e .)
+fi
+if ! "${cmd[@]}" >"$LOG" 2>&1; then
+  grep -E "error|Error" "$LOG" | head -40 || true
+  echo "[setup] build failed; full log: $LOG" >&2
+  exit 1
+fi
 echo "[setup] built and installed in $(( $(date +%s) - start ))s"

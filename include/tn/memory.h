@@ -9,8 +9,9 @@
  * gives the requested, capacity, allocated and reserved figures.
  *
  * Requests up to TN_SMALL_BLOCK bytes are rounded up to TN_BLOCK_ROUND and belong to the small
- * pool; larger ones to the large pool. A cached block is reused for a request of at least 4/5
- * of its size (blocks are not split). */
+ * pool; larger ones to the large pool, rounded up to one of eight size classes per power of two
+ * (at most 12.5% waste). A cached block is reused for a request of at least 4/5 of its size
+ * (blocks are not split). */
 #ifndef TN_MEMORY_H
 #define TN_MEMORY_H
 

@@ -168,6 +168,16 @@ static tn_status out_of_memory(struct tn_allocator *a, uint64_t requested) {
                     r, (int)a->device, c, fr, al, rs);
 }
 
+/* Small requests round to TN_BLOCK_ROUND; large ones to one of eight size classes per power
+ * of two (at most 12.5% waste), so that slightly different sizes share cached blocks. */
+static uint64_t round_size(uint64_t size) {
+    uint64_t r = (size + TN_BLOCK_ROUND - 1) / TN_BLOCK_ROUND * TN_BLOCK_ROUND;
+    if (r <= TN_SMALL_BLOCK) return r;
+    int top = 63 - __builtin_clzll(r);
+    uint64_t granule = 1ull << (top - 3);
+    return (r + granule - 1) / granule * granule;
+}
+
 tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, void **ptr) {
     *ptr = NULL;
     tn_status st = tn_device_check(device);
@@ -177,7 +187,7 @@ tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, voi
                         (int)device);
     struct tn_allocator *a = tn_device_state_get(device)->allocator;
     if (size > UINT64_MAX - TN_BLOCK_ROUND) return out_of_memory(a, size);
-    uint64_t rounded = (size + TN_BLOCK_ROUND - 1) / TN_BLOCK_ROUND * TN_BLOCK_ROUND;
+    uint64_t rounded = round_size(size);
     tn_pool pool = rounded <= TN_SMALL_BLOCK ? TN_POOL_SMALL : TN_POOL_LARGE;
 
     pthread_mutex_lock(&lock);

@@ -27,6 +27,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
                                       c10::IntArrayRef size, c10::IntArrayRef stride);
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
+void record_stream(at::Tensor& self, c10::Stream stream);
 
 // Copy.cpp: copies, fills, scalars
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);

@@ -22,6 +22,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", fill_scalar);
   m.impl("fill_.Tensor", fill_tensor);
   m.impl("zero_", zero_);
+  m.impl("record_stream", record_stream);
   m.impl("normal_", normal_);
   m.impl("uniform_", uniform_);
 }

@@ -117,4 +117,12 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_source_storage_offset(self, storage, 0, {0}, {});
 }
 
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  track_native("aten::record_stream");
+  TORCH_CHECK(stream.device_type() == kNeuron, "record_stream expects a neuron stream, got ",
+              stream.device());
+  void* base = self.storage().mutable_data_ptr().get();
+  if (base) check(tn_memory_record_stream(base, to_tn(stream)));
+}
+
 } // namespace torch_neuronx::ops
