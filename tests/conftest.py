@@ -7,6 +7,12 @@ import textwrap
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The tests expect the default device layout (two 16 GiB cores, asynchronous launches); the
+# ones about these settings start subprocesses with their own values.
+for _var in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "LOCAL_RANK",
+             "NEURON_RT_DEVICE_MEMORY", "NEURON_LAUNCH_BLOCKING",
+             "TORCH_NEURONX_DISABLE_CPU_FALLBACK"):
+    os.environ.pop(_var, None)
 
 import torch  # noqa: E402  (autoloads torch_neuronx through the torch.backends entry point)
 import torch_neuronx  # noqa: E402

@@ -1,0 +1,115 @@
+"""The device generator and torch.save / torch.load."""
+import io
+
+import pytest
+import torch
+
+
+def test_manual_seed_makes_draws_repeatable():
+    torch.neuron.manual_seed(1234)
+    a = torch.randn(1000, device="neuron").cpu()
+    b = torch.rand(10, 10, device="neuron").cpu()
+    torch.neuron.manual_seed(1234)
+    torch.testing.assert_close(torch.randn(1000, device="neuron").cpu(), a, rtol=0, atol=0)
+    torch.testing.assert_close(torch.rand(10, 10, device="neuron").cpu(), b, rtol=0, atol=0)
+    torch.neuron.manual_seed(4321)
+    assert not torch.equal(torch.randn(1000, device="neuron").cpu(), a)
+
+
+def test_torch_manual_seed_seeds_neuron_too():
+    torch.manual_seed(7)
+    a = torch.randn(64, device="neuron").cpu()
+    torch.manual_seed(7)
+    torch.testing.assert_close(torch.randn(64, device="neuron").cpu(), a, rtol=0, atol=0)
+    assert torch.neuron.initial_seed() == 7
+
+
+def test_rng_state_round_trip():
+    torch.neuron.manual_seed(5)
+    torch.randn(3, device="neuron")
+    state = torch.neuron.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    a = torch.randn(100, device="neuron").cpu()
+    torch.neuron.set_rng_state(state)
+    torch.testing.assert_close(torch.randn(100, device="neuron").cpu(), a, rtol=0, atol=0)
+    states = torch.neuron.get_rng_state_all()
+    assert len(states) == torch.neuron.device_count()
+    with pytest.raises(ValueError, match="16 bytes"):
+        torch.neuron.set_rng_state(torch.zeros(3, dtype=torch.uint8))
+
+
+def test_explicit_generator_and_devices():
+    g = torch.Generator(device="neuron")
+    g.manual_seed(11)
+    a = torch.randn(50, device="neuron", generator=g).cpu()
+    g.manual_seed(11)
+    torch.testing.assert_close(torch.randn(50, device="neuron", generator=g).cpu(), a, rtol=0, atol=0)
+    torch.neuron.manual_seed_all(3)
+    x0 = torch.randn(20, device="neuron:0").cpu()
+    x1 = torch.randn(20, device="neuron:1").cpu()
+    torch.testing.assert_close(x0, x1, rtol=0, atol=0)   # same seed, same stream of numbers
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
+def test_distributions_look_right(dtype):
+    torch.neuron.manual_seed(0)
+    n = torch.empty(200_000, dtype=dtype, device="neuron").normal_(2.0, 3.0).cpu().double()
+    assert abs(n.mean().item() - 2.0) < 0.05 and abs(n.std().item() - 3.0) < 0.05
+    u = torch.empty(200_000, dtype=dtype, device="neuron").uniform_(-1.0, 5.0).cpu().double()
+    assert u.min().item() >= -1.0 and u.max().item() <= 5.0
+    assert abs(u.mean().item() - 2.0) < 0.05
+    # a non-contiguous destination gets the same numbers in logical order
+    torch.neuron.manual_seed(9)
+    flat = torch.randn(6, 4, dtype=dtype, device="neuron").cpu()
+    torch.neuron.manual_seed(9)
+    t = torch.empty(4, 6, dtype=dtype, device="neuron").t()
+    t.normal_()
+    torch.testing.assert_close(t.cpu(), flat, rtol=0, atol=0)
+
+
+def test_bad_random_arguments():
+    x = torch.empty(3, device="neuron")
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        x.normal_(0, -1)
+    with pytest.raises(RuntimeError, match="uniform_ expects to return a \\[from, to\\) range"):
+        x.uniform_(1, 0)
+
+
+def test_save_load_round_trip():
+    state = {
+        "w": torch.randn(4, 5).to("neuron"),
+        "b": torch.arange(3, dtype=torch.int64).to("neuron:1"),
+        "view": torch.randn(6, 6).to("neuron")[1:3, ::2],
+        "cpu": torch.ones(2),
+    }
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded["w"].device == torch.device("neuron", 0)
+    assert loaded["b"].device == torch.device("neuron", 1)
+    for k in state:
+        torch.testing.assert_close(loaded[k].cpu(), state[k].cpu(), rtol=0, atol=0)
+    for where, expect in (("cpu", "cpu"), ("neuron:1", "neuron:1"),
+                          (torch.device("neuron", 0), "neuron:0"),
+                          ({"neuron:1": "neuron:0"}, "neuron:0")):
+        buf.seek(0)
+        moved = torch.load(buf, map_location=where)
+        assert str(moved["b"].device) == expect, where
+        torch.testing.assert_close(moved["b"].cpu(), state["b"].cpu())
+    buf.seek(0)
+    cpu_state = torch.load(buf, map_location="cpu")
+    buf2 = io.BytesIO()
+    torch.save(cpu_state, buf2)
+    buf2.seek(0)
+    back = torch.load(buf2, map_location="neuron")
+    assert back["w"].device.type == "neuron"
+
+
+def test_module_state_dict_round_trip(tmp_path):
+    m = torch.nn.Linear(3, 2).neuron()
+    path = tmp_path / "m.pt"
+    torch.save(m.state_dict(), path)
+    m2 = torch.nn.Linear(3, 2)
+    m2.load_state_dict(torch.load(path, map_location="cpu"))
+    torch.testing.assert_close(m2.weight, m.weight.cpu())
