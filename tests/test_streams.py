@@ -46,6 +46,7 @@ def test_two_streams_ordered_by_an_event():
 def test_blocking_mode():
     r = run_python("""
         import torch, sys
+        torch.neuron.init()   # reads NEURON_LAUNCH_BLOCKING before conftest clears it
         sys.path.insert(0, %r)
         import test_streams
         assert torch.neuron._C._launch_blocking()

@@ -3,7 +3,8 @@
  * tn_copy_async covers host->device, device->host and device->device. Source memory on the
  * host that is not pinned is first copied (synchronously) into a staging buffer owned by the
  * launch, so the caller may free or change it as soon as the call returns, as with CUDA's
- * pageable copies. A destination on the host is written by the stream; the caller synchronises
+ * pageable copies (when the stream is idle the copy is simply done before returning). A
+ * destination on the host is written by the stream; the caller synchronises
  * the stream before reading it unless it asked for a non-blocking copy into pinned memory. */
 #ifndef TN_COPY_H
 #define TN_COPY_H

@@ -58,6 +58,10 @@ tn_status tn_copy_async(tn_stream_t stream, const tn_tensor *dst, const tn_tenso
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     copy_task t = {*dst, *src, NULL};
     if (flags & TN_COPY_FLAGS_STAGE_SRC) {
+        /* An idle stream lets us copy straight from the caller's memory before returning,
+         * which is what staging would achieve, with one copy instead of two. */
+        st = tn_stream_run_if_idle(stream, "copy", run_copy, &t);
+        if (st != TN_STATUS_NOT_READY) return st;
         char *lo, *hi;
         view_span(src, &lo, &hi);
         t.staging = malloc((size_t)(hi - lo));

@@ -162,6 +162,23 @@ tn_status tn_stream_launch(tn_stream_t s, const char *op, tn_task_fn fn, const v
     return st != TN_STATUS_OK ? st : after_launch(s);
 }
 
+tn_status tn_stream_run_if_idle(tn_stream_t s, const char *op, tn_task_fn fn, void *arg) {
+    tn_status st = tn_runtime_ensure();
+    if (st != TN_STATUS_OK) return st;
+    pthread_mutex_lock(&s->lock);
+    if (s->head) {
+        pthread_mutex_unlock(&s->lock);
+        return TN_STATUS_NOT_READY;
+    }
+    /* Holding the lock keeps other launches behind this work, as if it had been enqueued. */
+    tn_clear_error();
+    st = fn(arg);
+    if (st != TN_STATUS_OK)
+        tn_error(st, "%s failed: %s", op, tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 tn_status tn_stream_query(tn_stream_t s) {
     pthread_mutex_lock(&s->lock);
     int done = s->completed == s->enqueued;
