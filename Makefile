@@ -5,7 +5,8 @@
 #   make test-c     build and run tests/c under ASan + UBSan
 #   make check-headers   every public header compiles alone as C11 -pedantic -Werror
 #
-# ISA-specific flags go on individual kernel files (see KERNEL_ISA_FLAGS), never globally.
+# ISA-specific flags, when kernels need them, go on individual kernel files, never globally
+# (no -march=native): the library must run on any x86-64 machine.
 
 CC ?= cc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Wall -Wextra -Wpedantic \

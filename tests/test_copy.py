@@ -138,3 +138,18 @@ def test_views_share_storage():
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="not supported on the neuron device"):
         torch.zeros(3, dtype=torch.float8_e4m3fn).to("neuron").cpu()
+
+
+def test_overlapping_writes_are_refused_like_on_cpu():
+    for dev in ("cpu", "neuron"):
+        x = torch.arange(8.0, device=dev)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            x[1:].copy_(x[:-1])
+        filled = torch.zeros(1, device=dev)
+        filled.expand(3).fill_(1.0)      # allowed: every alias gets the same value
+        assert filled.item() == 1.0
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            torch.zeros(1, device=dev).expand(3).normal_()
+    y = torch.arange(8.0, device="neuron")
+    y[4:].copy_(y[:4])      # disjoint halves of one tensor are fine
+    assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0]

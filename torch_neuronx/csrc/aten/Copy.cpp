@@ -1,6 +1,7 @@
 // Copies between neuron and the host or another neuron core, fills and .item().
 // Host -> device copies from pageable memory are staged by the runtime and return at once;
 // device -> host copies synchronise the stream unless they are non-blocking into pinned memory.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -39,6 +40,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::Tensor src = self.sizes() == dst.sizes() ? self : self.expand(dst.sizes());
   if (src.is_conj() || src.is_neg()) src = src.resolve_conj().resolve_neg();
   if (dst.numel() == 0) return dst;
+  if (is_neuron(dst)) {
+    // What PyTorch's own copy_ refuses on other devices, with the same messages.
+    at::assert_no_internal_overlap(dst);
+    at::assert_no_partial_overlap(dst, src);
+  }
   tn_tensor d = to_tn_view(dst);
   tn_tensor s = to_tn_view(src);
 
@@ -81,7 +87,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   track_native("aten::_local_scalar_dense");
-  at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+  at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
   copy_from(self, host, false);
   return at::_local_scalar_dense(host);
 }

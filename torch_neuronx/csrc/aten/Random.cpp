@@ -1,5 +1,6 @@
 // normal_ and uniform_ (and so randn, rand, nn.init) drawn on the device from the neuron
 // generator: the host reserves a Philox offset, the stream does the draw.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/Utils.h>
 
@@ -26,6 +27,7 @@ std::pair<uint64_t, uint64_t> reserve(const at::Tensor& self, std::optional<at::
 void check_floating(const at::Tensor& self, const char* op) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, " not implemented for '",
               self.scalar_type(), "'");
+  at::assert_no_internal_overlap(self);
 }
 
 } // namespace
