@@ -41,17 +41,10 @@ struct tn_allocator *tn_allocator_create(int32_t device) {
     return a;
 }
 
+/* Counts n in the aggregate and in the block's pool. */
 static void stat_add(tn_stat *s, tn_pool pool, int64_t n) {
-    tn_stat *both[2] = {&s[TN_POOL_ALL], &s[pool]};
-    for (int k = 0; k < 2; k++) {
-        tn_stat *t = both[k];
-        t->current += n;
-        if (n > 0)
-            t->allocated += n;
-        else
-            t->freed -= n;
-        if (t->current > t->peak) t->peak = t->current;
-    }
+    tn_stat_add(&s[TN_POOL_ALL], n);
+    tn_stat_add(&s[pool], n);
 }
 
 static void publish(struct tn_allocator *a) {

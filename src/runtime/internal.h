@@ -59,6 +59,16 @@ void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);
 void tn_usage_start(int32_t count);
 void tn_usage_forget(void);
 
+/* Adds n to a statistic, keeping its peak and running totals. */
+static inline void tn_stat_add(tn_stat *s, int64_t n) {
+    s->current += n;
+    if (n > 0)
+        s->allocated += n;
+    else
+        s->freed -= n;
+    if (s->current > s->peak) s->peak = s->current;
+}
+
 /* Parsing helpers (env.c), exposed for the C tests. */
 int32_t tn_parse_core_list(const char *text, int32_t *cores, int32_t max);
 int tn_parse_bytes(const char *text, uint64_t *bytes);

@@ -18,15 +18,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tn_ptrmap pinned;
 static tn_host_stats stats;
 
-static void stat_add(tn_stat *s, int64_t n) {
-    s->current += n;
-    if (n > 0)
-        s->allocated += n;
-    else
-        s->freed -= n;
-    if (s->current > s->peak) s->peak = s->current;
-}
-
 tn_status tn_host_alloc(uint64_t size, void **ptr) {
     *ptr = NULL;
     tn_status st = tn_runtime_ensure();
@@ -48,8 +39,8 @@ tn_status tn_host_alloc(uint64_t size, void **ptr) {
     pthread_mutex_lock(&lock);
     int err = tn_ptrmap_put(&pinned, p, b);
     if (!err) {
-        stat_add(&stats.blocks, 1);
-        stat_add(&stats.bytes, (int64_t)size);
+        tn_stat_add(&stats.blocks, 1);
+        tn_stat_add(&stats.bytes, (int64_t)size);
         stats.num_host_alloc++;
     }
     pthread_mutex_unlock(&lock);
@@ -67,8 +58,8 @@ tn_status tn_host_free(void *ptr) {
     pthread_mutex_lock(&lock);
     pinned_block *b = tn_ptrmap_remove(&pinned, ptr);
     if (b) {
-        stat_add(&stats.blocks, -1);
-        stat_add(&stats.bytes, -(int64_t)b->size);
+        tn_stat_add(&stats.blocks, -1);
+        tn_stat_add(&stats.bytes, -(int64_t)b->size);
         stats.num_host_free++;
     }
     pthread_mutex_unlock(&lock);

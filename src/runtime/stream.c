@@ -205,12 +205,8 @@ tn_status tn_stream_take_error(tn_stream_t s) {
 tn_status tn_stream_synchronize(tn_stream_t s) {
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
-    pthread_mutex_lock(&s->lock);
-    uint64_t target = s->enqueued;
-    while (s->completed < target) pthread_cond_wait(&s->progress, &s->lock);
-    st = take_error_locked(s);
-    pthread_mutex_unlock(&s->lock);
-    return st;
+    tn_stream_wait_idle(s);
+    return tn_stream_take_error(s);
 }
 
 void tn_stream_wait_idle(tn_stream_t s) {
