@@ -21,7 +21,9 @@ extern "C" {
 
 typedef enum tn_copy_flags {
     TN_COPY_FLAGS_NONE = 0,
-    TN_COPY_FLAGS_STAGE_SRC = 1 /* src is pageable host memory: stage it before returning */
+    TN_COPY_FLAGS_STAGE_SRC = 1, /* src is pageable host memory: stage it before returning */
+    TN_COPY_FLAGS_BLOCKING = 2   /* the caller synchronises next: on an idle stream, copy on the
+                                    calling thread instead of handing over to the worker */
 } tn_copy_flags;
 
 /* dst and src have the same sizes. */

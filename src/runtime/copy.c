@@ -57,11 +57,14 @@ tn_status tn_copy_async(tn_stream_t stream, const tn_tensor *dst, const tn_tenso
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "copy source and destination differ in shape");
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     copy_task t = {*dst, *src, NULL};
-    if (flags & TN_COPY_FLAGS_STAGE_SRC) {
-        /* An idle stream lets us copy straight from the caller's memory before returning,
-         * which is what staging would achieve, with one copy instead of two. */
+    if (flags & (TN_COPY_FLAGS_STAGE_SRC | TN_COPY_FLAGS_BLOCKING)) {
+        /* An idle stream lets us copy on this thread before returning: for a pageable source
+         * that is what staging would achieve, with one copy instead of two; for a copy the
+         * caller waits for anyway, it saves the hand-over to the worker thread. */
         st = tn_stream_run_if_idle(stream, "copy", run_copy, &t);
         if (st != TN_STATUS_NOT_READY) return st;
+    }
+    if (flags & TN_COPY_FLAGS_STAGE_SRC) {
         char *lo, *hi;
         view_span(src, &lo, &hi);
         t.staging = malloc((size_t)(hi - lo));

@@ -71,11 +71,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   } else {
     TORCH_CHECK(is_neuron(src), "copy_: neither tensor is on neuron");
     tn_stream_t stream = current_stream(src.device().index());
-    check(tn_copy_async(stream, &d, &s, TN_COPY_FLAGS_NONE));
-    if (non_blocking && tn_host_is_pinned(storage_base(dst)))
+    if (non_blocking && tn_host_is_pinned(storage_base(dst))) {
+      check(tn_copy_async(stream, &d, &s, TN_COPY_FLAGS_NONE));
       check(tn_host_record_stream(storage_base(dst), stream));
-    else
+    } else {
+      check(tn_copy_async(stream, &d, &s, TN_COPY_FLAGS_BLOCKING));
       check(tn_stream_synchronize(stream));
+    }
   }
   return dst;
 }
