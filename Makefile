@@ -5,22 +5,31 @@
 #   make test-c     build and run tests/c under ASan + UBSan
 #   make check-headers   every public header compiles alone as C11 -pedantic -Werror
 #
-# ISA-specific flags, when kernels need them, go on individual kernel files, never globally
-# (no -march=native): the library must run on any x86-64 machine.
+# ISA-specific flags go on individual kernel files (ISA_FLAGS_* below), never globally (no
+# -march=native): the library runs on any x86-64 machine and picks its variant at run time.
+
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
 
 CC ?= cc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Wall -Wextra -Wpedantic \
-                 -Wshadow -Wstrict-prototypes -fPIC -pthread
+                 -Wshadow -Wstrict-prototypes -Werror -fPIC -pthread
 CFLAGS_REL := $(CFLAGS_COMMON) -O2 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-SRCS := $(wildcard src/runtime/*.c src/kernels/*.c)
+# src/kernels/rows.c is built once per ISA with that ISA's flags (and only there).
+ISA_FLAGS_ref :=
+ISA_FLAGS_avx2 := -mavx2 -mfma -mf16c
+ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
+ISAS := ref avx2 avx512
+
+SRCS := $(filter-out src/kernels/rows.c,$(wildcard src/runtime/*.c src/kernels/*.c))
 TEST_SRCS := $(wildcard tests/c/*.c)
 HEADERS := $(wildcard include/tn/*.h)
 
-OBJS := $(SRCS:%.c=build/rel/%.o)
-SAN_OBJS := $(SRCS:%.c=build/san/%.o)
+OBJS := $(SRCS:%.c=build/rel/%.o) $(ISAS:%=build/rel/src/kernels/rows_%.o)
+SAN_OBJS := $(SRCS:%.c=build/san/%.o) $(ISAS:%=build/san/src/kernels/rows_%.o)
 TEST_BIN := build/san/tn_tests
 
 .PHONY: all test-c check-headers clean
@@ -33,6 +42,14 @@ build/libtn.a: $(OBJS)
 build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_REL) -MMD -MP -c $< -o $@
+
+build/rel/src/kernels/rows_%.o: src/kernels/rows.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) $(ISA_FLAGS_$*) -DTN_ROWS_ISA=$* -MMD -MP -c $< -o $@
+
+build/san/src/kernels/rows_%.o: src/kernels/rows.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_SAN) $(ISA_FLAGS_$*) -DTN_ROWS_ISA=$* -MMD -MP -c $< -o $@
 
 build/san/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -13,5 +13,8 @@
 #include "tn/random.h"
 #include "tn/kernels.h"
 #include "tn/usage.h"
+#include "tn/elementwise.h"
+#include "tn/isa.h"
+#include "tn/parallel.h"
 
 #endif

@@ -9,11 +9,13 @@
 
 #include "tn/tensor.h"
 
+#define TN_WALK_MAX_VIEWS 3
+
 typedef struct tn_walk {
     int32_t ndim; /* >= 1 after coalescing */
     int32_t nviews;
     int64_t sizes[TN_MAX_DIMS];
-    int64_t strides[2][TN_MAX_DIMS]; /* in elements, per view */
+    int64_t strides[TN_WALK_MAX_VIEWS][TN_MAX_DIMS]; /* in elements, per view */
 } tn_walk;
 
 static inline void tn_walk_init(tn_walk *w, const tn_tensor *const *views, int32_t nviews) {

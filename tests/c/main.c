@@ -26,7 +26,13 @@ int tn_test_failures;
     X(test_allocator_record_stream) \
     X(test_pinned_memory)        \
     X(test_copy_async_staging)   \
-    X(test_device_checks)
+    X(test_device_checks)        \
+    X(test_unary_rows_every_isa) \
+    X(test_binary_rows_every_isa) \
+    X(test_half_and_generic_paths) \
+    X(test_integer_semantics)    \
+    X(test_parallel_pool)        \
+    X(test_elementwise_launch)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

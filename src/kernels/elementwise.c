@@ -1,0 +1,316 @@
+/* Unary and binary elementwise kernels (see tn/elementwise.h).
+ *
+ * Per row: all-float32 operands use the ISA table's row functions; float16/bfloat16 operands
+ * of one dtype are widened to float32 in chunks, run through the same rows, and narrowed;
+ * anything else (mixed dtypes, integers, bools, float64, ops without a float32 row) goes
+ * element by element through double or int64 arithmetic. */
+#include <math.h>
+#include <string.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "table.h"
+#include "tn/elementwise.h"
+#include "tn/kernels.h"
+
+#define CHUNK 256
+
+static inline int is_float(tn_dtype t) {
+    return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16 || t == TN_DTYPE_F32 || t == TN_DTYPE_F64;
+}
+
+static inline int is_half(tn_dtype t) { return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16; }
+
+static void widen(float *dst, const uint16_t *src, int64_t stride, int64_t n, tn_dtype t) {
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = t == TN_DTYPE_BF16 ? tn_bf16_to_f32(src[i * stride]) : tn_f16_to_f32(src[i * stride]);
+}
+
+static void narrow(uint16_t *dst, int64_t stride, const float *src, int64_t n, tn_dtype t) {
+    for (int64_t i = 0; i < n; i++)
+        dst[i * stride] = t == TN_DTYPE_BF16 ? tn_f32_to_bf16(src[i]) : tn_f32_to_f16(src[i]);
+}
+
+/* ---- generic element paths ---- */
+
+static double erf_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
+
+static double unary_double(tn_unary_op op, double x) {
+    switch (op) {
+    case TN_UNARY_NEG: return -x;
+    case TN_UNARY_ABS: return fabs(x);
+    case TN_UNARY_EXP: return exp(x);
+    case TN_UNARY_EXPM1: return expm1(x);
+    case TN_UNARY_LOG: return log(x);
+    case TN_UNARY_LOG1P: return log1p(x);
+    case TN_UNARY_SQRT: return sqrt(x);
+    case TN_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case TN_UNARY_RECIPROCAL: return 1.0 / x;
+    case TN_UNARY_SIN: return sin(x);
+    case TN_UNARY_COS: return cos(x);
+    case TN_UNARY_TANH: return tanh(x);
+    case TN_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case TN_UNARY_SILU: return x / (1.0 + exp(-x));
+    case TN_UNARY_GELU: return erf_gelu(x);
+    case TN_UNARY_GELU_TANH:
+        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case TN_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
+    case TN_UNARY_ERF: return erf(x);
+    case TN_UNARY_FLOOR: return floor(x);
+    case TN_UNARY_CEIL: return ceil(x);
+    case TN_UNARY_ROUND: return nearbyint(x);
+    case TN_UNARY_TRUNC: return trunc(x);
+    case TN_UNARY_SIGN: return x != x ? x : (double)((x > 0) - (x < 0));
+    default: return 0.0;
+    }
+}
+
+static int64_t unary_int(tn_unary_op op, int64_t x, int is_bool) {
+    switch (op) {
+    case TN_UNARY_NEG: return (int64_t)(0 - (uint64_t)x);
+    case TN_UNARY_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case TN_UNARY_RELU: return x > 0 ? x : 0;
+    case TN_UNARY_SIGN: return (x > 0) - (x < 0);
+    case TN_UNARY_BITWISE_NOT: return is_bool ? !x : ~x;
+    case TN_UNARY_FLOOR:
+    case TN_UNARY_CEIL:
+    case TN_UNARY_ROUND:
+    case TN_UNARY_TRUNC: return x;
+    default: return 0;
+    }
+}
+
+static tn_value unary_value(tn_unary_op op, tn_value v, tn_dtype compute) {
+    tn_value r = {0, 0, 0, 0};
+    if (op == TN_UNARY_LOGICAL_NOT) {
+        r.i = v.is_int ? v.i == 0 : v.re == 0;
+        r.is_int = 1;
+    } else if (is_float(compute)) {
+        r.re = unary_double(op, v.is_int ? (double)v.i : v.re);
+    } else {
+        r.i = unary_int(op, tn_value_to_i64(v), compute == TN_DTYPE_BOOL);
+        r.is_int = 1;
+    }
+    if (r.is_int) r.re = (double)r.i;
+    return r;
+}
+
+static double binary_double(tn_binary_op op, double a, double b, double alpha) {
+    switch (op) {
+    case TN_BINARY_ADD: return a + alpha * b;
+    case TN_BINARY_SUB: return a - alpha * b;
+    case TN_BINARY_MUL: return a * b;
+    case TN_BINARY_DIV: return a / b;
+    case TN_BINARY_DIV_TRUNC: return trunc(a / b);
+    case TN_BINARY_DIV_FLOOR: {
+        if (b == 0) return a / b;
+        double m = fmod(a, b), d = (a - m) / b;
+        if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
+        double fd = floor(d);
+        if (d - fd > 0.5) fd += 1.0;
+        return d == 0 ? copysign(0.0, a / b) : fd;
+    }
+    case TN_BINARY_MAXIMUM: return (a != a || b != b) ? a + b : (a > b ? a : b);
+    case TN_BINARY_MINIMUM: return (a != a || b != b) ? a + b : (a < b ? a : b);
+    case TN_BINARY_POW: return pow(a, b);
+    case TN_BINARY_THRESHOLD_BACKWARD: return b <= alpha ? 0.0 : a;
+    case TN_BINARY_SIGMOID_BACKWARD: return a * (1.0 - b) * b;
+    case TN_BINARY_TANH_BACKWARD: return a * (1.0 - b * b);
+    case TN_BINARY_SILU_BACKWARD: {
+        double s = 1.0 / (1.0 + exp(-b));
+        return a * s * (1.0 + b * (1.0 - s));
+    }
+    case TN_BINARY_GELU_BACKWARD: {
+        double cdf = 0.5 * (1.0 + erf(b * 0.7071067811865476));
+        double pdf = exp(-0.5 * b * b) * 0.3989422804014327;
+        return a * (cdf + b * pdf);
+    }
+    case TN_BINARY_GELU_TANH_BACKWARD: {
+        const double k = 0.7978845608028654, c = 0.044715;
+        double t = tanh(k * (b + c * b * b * b));
+        return a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * k * (1.0 + 3.0 * c * b * b));
+    }
+    default: return 0.0;
+    }
+}
+
+static int is_comparison(tn_binary_op op) { return op >= TN_BINARY_EQ && op <= TN_BINARY_GE; }
+static int is_logical(tn_binary_op op) {
+    return op >= TN_BINARY_LOGICAL_AND && op <= TN_BINARY_LOGICAL_XOR;
+}
+
+static int compare(tn_binary_op op, tn_value a, tn_value b, int as_int) {
+    if (as_int) {
+        int64_t x = a.i, y = b.i;
+        switch (op) {
+        case TN_BINARY_EQ: return x == y;
+        case TN_BINARY_NE: return x != y;
+        case TN_BINARY_LT: return x < y;
+        case TN_BINARY_LE: return x <= y;
+        case TN_BINARY_GT: return x > y;
+        default: return x >= y;
+        }
+    }
+    double x = a.re, y = b.re;
+    switch (op) {
+    case TN_BINARY_EQ: return x == y;
+    case TN_BINARY_NE: return x != y;
+    case TN_BINARY_LT: return x < y;
+    case TN_BINARY_LE: return x <= y;
+    case TN_BINARY_GT: return x > y;
+    default: return x >= y;
+    }
+}
+
+/* Integer arithmetic in int64 with wrap-around; sets *zero_div on integer division by 0. */
+static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, int is_bool,
+                          int *zero_div) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b, ual = (uint64_t)alpha;
+    switch (op) {
+    case TN_BINARY_ADD: return is_bool ? (a || b) : (int64_t)(ua + ual * ub);
+    case TN_BINARY_SUB: return (int64_t)(ua - ual * ub);
+    case TN_BINARY_MUL: return is_bool ? (a && b) : (int64_t)(ua * ub);
+    case TN_BINARY_DIV_TRUNC:
+    case TN_BINARY_DIV_FLOOR: {
+        if (b == 0) {
+            *zero_div = 1;
+            return 0;
+        }
+        if (b == -1) return (int64_t)(0 - ua); /* INT64_MIN / -1 wraps as in PyTorch */
+        int64_t q = a / b;
+        if (op == TN_BINARY_DIV_FLOOR && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+        return q;
+    }
+    case TN_BINARY_MAXIMUM: return a > b ? a : b;
+    case TN_BINARY_MINIMUM: return a < b ? a : b;
+    case TN_BINARY_POW: {
+        if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+        uint64_t r = 1, base = ua;
+        for (int64_t e = b; e > 0; e >>= 1) {
+            if (e & 1) r *= base;
+            base *= base;
+        }
+        return (int64_t)r;
+    }
+    case TN_BINARY_BITWISE_AND: return a & b;
+    case TN_BINARY_BITWISE_OR: return a | b;
+    case TN_BINARY_BITWISE_XOR: return a ^ b;
+    case TN_BINARY_THRESHOLD_BACKWARD: return b <= alpha ? 0 : a;
+    default: return 0;
+    }
+}
+
+static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_scalar *alpha,
+                             tn_dtype compute, int *zero_div) {
+    tn_value r = {0, 0, 0, 1};
+    int as_int = !is_float(compute);
+    if (as_int) {
+        a.i = tn_value_to_i64(a);
+        b.i = tn_value_to_i64(b);
+    } else {
+        if (a.is_int) a.re = (double)a.i;
+        if (b.is_int) b.re = (double)b.i;
+    }
+    if (is_comparison(op)) {
+        r.i = compare(op, a, b, as_int);
+    } else if (is_logical(op)) {
+        int x = as_int ? a.i != 0 : a.re != 0, y = as_int ? b.i != 0 : b.re != 0;
+        r.i = op == TN_BINARY_LOGICAL_AND ? (x && y) : op == TN_BINARY_LOGICAL_OR ? (x || y) : (x != y);
+    } else if (as_int) {
+        int64_t al = alpha->kind == TN_SCALAR_KIND_FLOAT ? (int64_t)alpha->f : alpha->i;
+        r.i = binary_int(op, a.i, b.i, al, compute == TN_DTYPE_BOOL, zero_div);
+        if (compute == TN_DTYPE_BOOL) r.i = r.i != 0;
+    } else {
+        double al = alpha->kind == TN_SCALAR_KIND_FLOAT ? alpha->f : (double)alpha->i;
+        r.re = binary_double(op, a.re, b.re, al);
+        r.is_int = 0;
+        if (compute == TN_DTYPE_F32 || is_half(compute)) r.re = (float)r.re;
+        return r;
+    }
+    r.re = (double)r.i;
+    return r;
+}
+
+/* ---- unary ---- */
+
+tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor *in,
+                          tn_dtype compute, int32_t ith, int32_t nth) {
+    const tn_tensor *views[2] = {out, in};
+    tn_walk w;
+    tn_walk_init(&w, views, 2);
+    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t os = w.strides[0][w.ndim - 1], xs = w.strides[1][w.ndim - 1];
+    int32_t oes = tn_dtype_size(out->dtype), xes = tn_dtype_size(in->dtype);
+    const tn_kernel_table *k = tn_kernels();
+    int same = out->dtype == in->dtype && in->dtype == compute;
+    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        char *o = (char *)out->data + tn_walk_row_offset(&w, 0, r) * oes;
+        const char *x = (const char *)in->data + tn_walk_row_offset(&w, 1, r) * xes;
+        if (same && compute == TN_DTYPE_F32 && k->unary_f32(op, n, (float *)o, os, (const float *)x, xs))
+            continue;
+        if (same && is_half(compute)) {
+            float buf[CHUNK], res[CHUNK];
+            int64_t i = 0;
+            for (; i < n; i += CHUNK) {
+                int64_t m = n - i < CHUNK ? n - i : CHUNK;
+                widen(buf, (const uint16_t *)x + i * xs, xs, m, compute);
+                if (!k->unary_f32(op, m, res, 1, buf, 1)) break;
+                narrow((uint16_t *)o + i * os, os, res, m, compute);
+            }
+            if (i >= n) continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            tn_value v = unary_value(op, tn_load(x + i * xs * xes, in->dtype), compute);
+            tn_store(o + i * os * oes, out->dtype, v);
+        }
+    }
+    return TN_STATUS_OK;
+}
+
+/* ---- binary ---- */
+
+tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
+                           const tn_tensor *b, const tn_scalar *alpha, tn_dtype compute,
+                           int32_t ith, int32_t nth) {
+    const tn_tensor *views[3] = {out, a, b};
+    tn_walk w;
+    tn_walk_init(&w, views, 3);
+    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t os = w.strides[0][w.ndim - 1], as = w.strides[1][w.ndim - 1],
+            bs = w.strides[2][w.ndim - 1];
+    int32_t oes = tn_dtype_size(out->dtype), aes = tn_dtype_size(a->dtype),
+            bes = tn_dtype_size(b->dtype);
+    const tn_kernel_table *k = tn_kernels();
+    int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
+    float alpha_f = alpha->kind == TN_SCALAR_KIND_FLOAT ? (float)alpha->f : (float)alpha->i;
+    int zero_div = 0;
+    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        char *o = (char *)out->data + tn_walk_row_offset(&w, 0, r) * oes;
+        const char *pa = (const char *)a->data + tn_walk_row_offset(&w, 1, r) * aes;
+        const char *pb = (const char *)b->data + tn_walk_row_offset(&w, 2, r) * bes;
+        if (same && compute == TN_DTYPE_F32 &&
+            k->binary_f32(op, n, (float *)o, os, (const float *)pa, as, (const float *)pb, bs, alpha_f))
+            continue;
+        if (same && is_half(compute)) {
+            float ba[CHUNK], bb[CHUNK], res[CHUNK];
+            int64_t i = 0;
+            for (; i < n; i += CHUNK) {
+                int64_t m = n - i < CHUNK ? n - i : CHUNK;
+                widen(ba, (const uint16_t *)pa + i * as, as, m, compute);
+                widen(bb, (const uint16_t *)pb + i * bs, bs, m, compute);
+                if (!k->binary_f32(op, m, res, 1, ba, 1, bb, 1, alpha_f)) break;
+                narrow((uint16_t *)o + i * os, os, res, m, compute);
+            }
+            if (i >= n) continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            tn_value v = binary_value(op, tn_load(pa + i * as * aes, a->dtype),
+                                      tn_load(pb + i * bs * bes, b->dtype), alpha, compute,
+                                      &zero_div);
+            tn_store(o + i * os * oes, out->dtype, v);
+        }
+    }
+    return zero_div ? TN_STATUS_INVALID_ARGUMENT : TN_STATUS_OK;
+}

@@ -1,0 +1,81 @@
+/* ISA detection and the kernel tables (see tn/isa.h). */
+#include <cpuid.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "table.h"
+
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static tn_isa detect(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return TN_ISA_REF;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, avx = (c >> 28) & 1;
+    if (!osxsave || !avx) return TN_ISA_REF;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return TN_ISA_REF; /* OS saves SSE and AVX state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return TN_ISA_REF;
+    int avx2 = (b >> 5) & 1;
+    int avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
+    if (!(avx2 && fma)) return TN_ISA_REF;
+    if (avx512f && avx512bw && avx512vl && (xcr0 & 0xe0) == 0xe0) return TN_ISA_AVX512;
+    return TN_ISA_AVX2;
+}
+
+static struct {
+    pthread_once_t once;
+    tn_isa best;
+    tn_isa active;
+    tn_kernel_table tables[TN_ISA_COUNT_];
+} isa = {.once = PTHREAD_ONCE_INIT};
+
+static void init(void) {
+    isa.best = detect();
+    for (int i = 0; i <= (int)isa.best; i++) {
+        tn_kernels_install_ref(&isa.tables[i]);
+        if (i >= TN_ISA_AVX2) tn_kernels_install_avx2(&isa.tables[i]);
+        if (i >= TN_ISA_AVX512) tn_kernels_install_avx512(&isa.tables[i]);
+    }
+    isa.active = isa.best;
+    const char *want = getenv("TN_ISA");
+    if (want && *want) {
+        for (int i = 0; i < TN_ISA_COUNT_; i++)
+            if (strcmp(want, tn_isa_name((tn_isa)i)) == 0 && i <= (int)isa.best)
+                isa.active = (tn_isa)i;
+    }
+    const char *debug = getenv("TN_ISA_DEBUG");
+    if (debug && strcmp(debug, "1") == 0)
+        fprintf(stderr, "[torchneuron] kernels: %s (CPU supports up to %s%s%s)\n",
+                tn_isa_name(isa.active), tn_isa_name(isa.best), want ? ", TN_ISA=" : "",
+                want ? want : "");
+}
+
+tn_isa tn_isa_active(void) {
+    pthread_once(&isa.once, init);
+    return isa.active;
+}
+
+int tn_isa_supported(tn_isa which) {
+    pthread_once(&isa.once, init);
+    return which >= 0 && which <= isa.best;
+}
+
+const char *tn_isa_name(tn_isa which) {
+    static const char *const names[TN_ISA_COUNT_] = {"ref", "avx2", "avx512"};
+    return which >= 0 && which < TN_ISA_COUNT_ ? names[which] : "unknown";
+}
+
+const tn_kernel_table *tn_kernels(void) {
+    pthread_once(&isa.once, init);
+    return &isa.tables[isa.active];
+}
+
+const tn_kernel_table *tn_kernels_for(tn_isa which) {
+    return tn_isa_supported(which) ? &isa.tables[which] : NULL;
+}

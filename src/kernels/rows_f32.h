@@ -1,0 +1,126 @@
+/* The float32 row kernels of the elementwise ops, as static functions that each ISA file
+ * (rows_ref.c, rows_avx2.c, rows_avx512.c) compiles with its own flags. Every op is a small
+ * inline function of one element; `row_*` applies it with the common stride patterns split
+ * out (all contiguous, one broadcast operand) so the compiler vectorizes those loops. */
+#ifndef TN_KERNELS_ROWS_F32_H
+#define TN_KERNELS_ROWS_F32_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "math_f32.h"
+#include "tn/elementwise.h"
+
+typedef float (*tn_f32_binary_fn)(float a, float b, float alpha);
+typedef float (*tn_f32_unary_fn)(float x);
+
+static inline void row2(tn_f32_binary_fn f, int64_t n, float *restrict o, int64_t os,
+                        const float *a, int64_t as, const float *b, int64_t bs, float alpha) {
+    if (os == 1 && as == 1 && bs == 1) {
+        for (int64_t i = 0; i < n; i++) o[i] = f(a[i], b[i], alpha);
+    } else if (os == 1 && as == 1 && bs == 0) {
+        float bv = b[0];
+        for (int64_t i = 0; i < n; i++) o[i] = f(a[i], bv, alpha);
+    } else if (os == 1 && as == 0 && bs == 1) {
+        float av = a[0];
+        for (int64_t i = 0; i < n; i++) o[i] = f(av, b[i], alpha);
+    } else {
+        for (int64_t i = 0; i < n; i++) o[i * os] = f(a[i * as], b[i * bs], alpha);
+    }
+}
+
+static inline void row1(tn_f32_unary_fn f, int64_t n, float *restrict o, int64_t os,
+                        const float *x, int64_t xs) {
+    if (os == 1 && xs == 1) {
+        for (int64_t i = 0; i < n; i++) o[i] = f(x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) o[i * os] = f(x[i * xs]);
+    }
+}
+
+static inline float f_add(float a, float b, float al) { return a + al * b; }
+static inline float f_sub(float a, float b, float al) { return a - al * b; }
+static inline float f_mul(float a, float b, float al) { (void)al; return a * b; }
+static inline float f_div(float a, float b, float al) { (void)al; return a / b; }
+static inline float f_max(float a, float b, float al) {
+    (void)al;
+    return (a != a || b != b) ? a + b : (a > b ? a : b);
+}
+static inline float f_min(float a, float b, float al) {
+    (void)al;
+    return (a != a || b != b) ? a + b : (a < b ? a : b);
+}
+static inline float f_threshold_bw(float g, float x, float th) { return x <= th ? 0.0f : g; }
+static inline float f_sigmoid_bw(float g, float y, float al) { (void)al; return g * (1.0f - y) * y; }
+static inline float f_tanh_bw(float g, float y, float al) { (void)al; return g * (1.0f - y * y); }
+static inline float f_silu_bw(float g, float x, float al) {
+    (void)al;
+    float s = tn_sigmoidf(x);
+    return g * s * (1.0f + x * (1.0f - s));
+}
+static inline float f_gelu_tanh_bw(float g, float x, float al) {
+    (void)al;
+    const float k = 0.7978845608028654f, c = 0.044715f;
+    float inner = k * (x + c * x * x * x);
+    float t = tn_tanhf(inner);
+    float left = 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
+    return g * (0.5f * (1.0f + t) + left);
+}
+
+static inline float f_neg(float x) { return -x; }
+static inline float f_abs(float x) { return fabsf(x); }
+static inline float f_exp(float x) { return tn_expf(x); }
+static inline float f_sqrt(float x) { return sqrtf(x); }
+static inline float f_rsqrt(float x) { return 1.0f / sqrtf(x); }
+static inline float f_reciprocal(float x) { return 1.0f / x; }
+static inline float f_tanh(float x) { return tn_tanhf(x); }
+static inline float f_sigmoid(float x) { return tn_sigmoidf(x); }
+static inline float f_silu(float x) { return x * tn_sigmoidf(x); }
+static inline float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
+static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+static inline float f_floor(float x) { return floorf(x); }
+static inline float f_ceil(float x) { return ceilf(x); }
+static inline float f_trunc(float x) { return truncf(x); }
+
+/* Returns 0 when the op has no float32 row here (the caller uses the generic path). */
+static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os,
+                                  const float *a, int64_t as, const float *b, int64_t bs,
+                                  float alpha) {
+    switch (op) {
+    case TN_BINARY_ADD: row2(f_add, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_SUB: row2(f_sub, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_MUL: row2(f_mul, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_DIV: row2(f_div, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_MAXIMUM: row2(f_max, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_MINIMUM: row2(f_min, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_THRESHOLD_BACKWARD: row2(f_threshold_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_SIGMOID_BACKWARD: row2(f_sigmoid_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_TANH_BACKWARD: row2(f_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_SILU_BACKWARD: row2(f_silu_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_GELU_TANH_BACKWARD: row2(f_gelu_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    default: return 0;
+    }
+}
+
+static inline int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os,
+                                 const float *x, int64_t xs) {
+    switch (op) {
+    case TN_UNARY_NEG: row1(f_neg, n, o, os, x, xs); return 1;
+    case TN_UNARY_ABS: row1(f_abs, n, o, os, x, xs); return 1;
+    case TN_UNARY_EXP: row1(f_exp, n, o, os, x, xs); return 1;
+    case TN_UNARY_SQRT: row1(f_sqrt, n, o, os, x, xs); return 1;
+    case TN_UNARY_RSQRT: row1(f_rsqrt, n, o, os, x, xs); return 1;
+    case TN_UNARY_RECIPROCAL: row1(f_reciprocal, n, o, os, x, xs); return 1;
+    case TN_UNARY_TANH: row1(f_tanh, n, o, os, x, xs); return 1;
+    case TN_UNARY_SIGMOID: row1(f_sigmoid, n, o, os, x, xs); return 1;
+    case TN_UNARY_SILU: row1(f_silu, n, o, os, x, xs); return 1;
+    case TN_UNARY_GELU_TANH: row1(f_gelu_tanh, n, o, os, x, xs); return 1;
+    case TN_UNARY_RELU: row1(f_relu, n, o, os, x, xs); return 1;
+    case TN_UNARY_FLOOR: row1(f_floor, n, o, os, x, xs); return 1;
+    case TN_UNARY_CEIL: row1(f_ceil, n, o, os, x, xs); return 1;
+    case TN_UNARY_TRUNC: row1(f_trunc, n, o, os, x, xs); return 1;
+    default: return 0;
+    }
+}
+
+#endif

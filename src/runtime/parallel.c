@@ -1,0 +1,96 @@
+/* The kernel thread pool (see tn/parallel.h). One job at a time: a generation counter wakes
+ * the workers, an atomic cursor hands out slices, a countdown tells the caller when all are
+ * done. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tn/parallel.h"
+
+#define MAX_THREADS 256
+
+static struct {
+    pthread_once_t once;
+    int32_t nthreads;
+    pthread_mutex_t busy; /* held by the caller running a job */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    uint64_t generation;
+    tn_parallel_fn fn;
+    void *ctx;
+    int32_t nth;
+    int32_t next;    /* next slice to take */
+    int32_t pending; /* slices not finished */
+} pool = {.once = PTHREAD_ONCE_INIT,
+          .busy = PTHREAD_MUTEX_INITIALIZER,
+          .lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER};
+
+/* Runs slices of the current job until none are left. Called with pool.lock held. */
+static void drain(void) {
+    while (pool.next < pool.nth) {
+        int32_t ith = pool.next++;
+        tn_parallel_fn fn = pool.fn;
+        void *ctx = pool.ctx;
+        int32_t nth = pool.nth;
+        pthread_mutex_unlock(&pool.lock);
+        fn(ctx, ith, nth);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.pending == 0) pthread_cond_broadcast(&pool.done);
+    }
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        seen = pool.generation;
+        drain();
+    }
+    return NULL;
+}
+
+static void start(void) {
+    const char *env = getenv("TN_NUM_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    pool.nthreads = 1;
+    for (long i = 1; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, worker, NULL) != 0) break;
+        pthread_detach(t);
+        pool.nthreads++;
+    }
+}
+
+int32_t tn_parallel_threads(void) {
+    pthread_once(&pool.once, start);
+    return pool.nthreads;
+}
+
+void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {
+    int32_t threads = tn_parallel_threads();
+    int64_t by_work = work / TN_PARALLEL_GRAIN;
+    int32_t nth = by_work < threads ? (int32_t)(by_work > 0 ? by_work : 1) : threads;
+    if (nth <= 1 || pthread_mutex_trylock(&pool.busy) != 0) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pool.lock);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.nth = nth;
+    pool.next = 0;
+    pool.pending = nth;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.wake);
+    drain();
+    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.busy);
+}
