@@ -60,7 +60,7 @@ static double unary_double(tn_unary_op op, double x) {
     case TN_UNARY_CEIL: return ceil(x);
     case TN_UNARY_ROUND: return nearbyint(x);
     case TN_UNARY_TRUNC: return trunc(x);
-    case TN_UNARY_SIGN: return x != x ? x : (double)((x > 0) - (x < 0));
+    case TN_UNARY_SIGN: return (double)((x > 0) - (x < 0)); /* 0 for NaN, as PyTorch */
     default: return 0.0;
     }
 }

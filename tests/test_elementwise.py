@@ -1,0 +1,206 @@
+"""Native elementwise ops against PyTorch on the CPU: dtypes, broadcasting, type promotion,
+non-contiguous operands, scalars, out= and in-place forms, autograd."""
+import pytest
+import torch
+import torch_neuronx
+
+FLOATS = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+TOL = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.float64: dict(rtol=1e-7, atol=1e-7),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2), torch.float16: dict(rtol=1e-3, atol=1e-3)}
+
+
+def make(shape, dtype, seed=0, low=-4.0, high=4.0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * (high - low) + low).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -50
+    return torch.randint(lo, 50, shape, generator=g, dtype=dtype)
+
+
+def check(fn, *args, tol_dtype=None, **kwargs):
+    """fn on neuron copies of args vs on the CPU; returns the neuron result."""
+    dev_args = [a.to("neuron") if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        expect = fn(*args, **kwargs)
+    except Exception as e:   # the device must refuse what the CPU refuses, the same way
+        with pytest.raises(type(e)):
+            fn(*dev_args, **kwargs)
+        return None
+    got = fn(*dev_args, **kwargs)
+    assert got.device.type == "neuron"
+    assert got.dtype == expect.dtype and got.shape == expect.shape
+    tol = TOL.get(tol_dtype or expect.dtype, dict(rtol=0, atol=0))
+    torch.testing.assert_close(got.cpu(), expect, equal_nan=True, **tol)
+    return got
+
+
+def native_only(fn):
+    torch_neuronx.clear_op_tracking()
+    fn()
+    torch.neuron.synchronize()
+    fb = torch_neuronx.get_fallback_ops()
+    assert fb == {}, f"fell back: {fb}"
+
+
+BINARY = {
+    "add": lambda a, b: a + b,
+    "add_alpha": lambda a, b: torch.add(a, b, alpha=2),
+    "sub": lambda a, b: torch.sub(a, b, alpha=3) if a.dtype != torch.bool else a ^ b,
+    "mul": lambda a, b: a * b,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.bool], ids=str)
+def test_binary_same_dtype(name, dtype):
+    a, b = make((7, 33), dtype, 1), make((7, 33), dtype, 2)
+    native_only(lambda: check(BINARY[name], a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_division(dtype):
+    a, b = make((5, 40), dtype, 1), make((5, 40), dtype, 2)
+    b[b == 0] = 1
+    native_only(lambda: check(torch.div, a, b))
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b)
+    check(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b)
+    check(torch.div, a, torch.zeros_like(b))   # inf and nan, as on the CPU
+
+
+@pytest.mark.parametrize("dtype", INTS, ids=str)
+def test_integer_division(dtype):
+    a, b = make((5, 40), dtype, 1), make((5, 40), dtype, 2)
+    b[b == 0] = 3
+    check(torch.div, a, b)   # true division: float result
+    native_only(lambda: check(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b))
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b)
+
+
+def test_integer_division_by_zero_raises_at_sync():
+    a = torch.tensor([4, 5], device="neuron")
+    b = torch.tensor([2, 0], device="neuron")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.div(a, b, rounding_mode="floor").cpu()
+
+
+@pytest.mark.parametrize("pair", [
+    (torch.int32, torch.float32), (torch.float16, torch.float32), (torch.bfloat16, torch.float16),
+    (torch.uint8, torch.int8), (torch.bool, torch.int64), (torch.float32, torch.float64),
+    (torch.int64, torch.bfloat16),
+], ids=str)
+def test_type_promotion(pair):
+    a, b = make((6, 10), pair[0], 1), make((6, 10), pair[1], 2)
+    for fn in (lambda x, y: x + y, lambda x, y: x * y, torch.maximum, torch.lt):
+        native_only(lambda: check(fn, a, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_broadcasting_and_layouts(dtype):
+    a = make((4, 1, 6), dtype, 1)
+    b = make((5, 1), dtype, 2)
+    native_only(lambda: check(lambda x, y: x * y + x, a, b))
+    big = make((8, 12), dtype, 3)
+    check(lambda x: x.t() - x.t()[0], big)          # transposed and broadcast row
+    check(lambda x: x[::2, 1::3] * 2, big)          # strided, Python scalar
+    check(lambda x: 3 - x[1:, 2:], big)             # offset, reversed scalar
+    check(lambda x: x * torch.tensor(2, dtype=dtype), big)   # 0-dim CPU tensor operand
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_scalar_promotion_keeps_tensor_dtype(dtype):
+    x = make((3, 4), dtype)
+    got = check(lambda t: t * 2.5 + 1, x)
+    assert got.dtype == dtype
+    i = make((3, 4), torch.int32)
+    assert check(lambda t: t * 2.5, i).dtype == torch.float32
+
+
+def test_out_and_inplace():
+    a, b = make((6, 7), torch.float32, 1), make((6, 7), torch.float32, 2)
+    da, db = a.to("neuron"), b.to("neuron")
+    out = torch.empty(6, 7, device="neuron")
+    torch.add(da, db, out=out)
+    torch.testing.assert_close(out.cpu(), a + b)
+    out64 = torch.empty(6, 7, dtype=torch.float64, device="neuron")
+    torch.mul(da, db, out=out64)
+    torch.testing.assert_close(out64.cpu(), (a * b).double())
+    da.add_(db, alpha=0.5)
+    a.add_(b, alpha=0.5)
+    torch.testing.assert_close(da.cpu(), a)
+    col = da[:, 2]
+    col.mul_(10)
+    a[:, 2] *= 10
+    torch.testing.assert_close(da.cpu(), a)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        torch.add(da, db, out=torch.empty(6, 7, dtype=torch.int64, device="neuron"))
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        torch.ones(2, dtype=torch.bool, device="neuron") - torch.ones(2, dtype=torch.bool, device="neuron")
+
+
+def test_large_tensors_use_threads_consistently():
+    a, b = make((1000, 1031), torch.float32, 1), make((1031,), torch.float32, 2)
+    native_only(lambda: check(lambda x, y: torch.maximum(x * y - 1, x), a, b))
+
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "expm1": torch.expm1,
+    "log": lambda x: torch.log(x.abs() + 0.1), "log1p": lambda x: torch.log1p(x.abs()),
+    "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.1),
+    "reciprocal": lambda x: torch.reciprocal(x + 10), "sin": torch.sin, "cos": torch.cos,
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf,
+    "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
+    "round": torch.round, "sign": torch.sign,
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_unary_floats(name, dtype):
+    x = make((9, 37), dtype, low=-6, high=6)
+    native_only(lambda: check(UNARY[name], x))
+    check(UNARY[name], x.t())           # non-contiguous
+
+
+def test_unary_special_values():
+    x = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 100.0, -100.0, 1e-30])
+    for name in ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "floor", "sign"):
+        check(UNARY[name], x)
+
+
+@pytest.mark.parametrize("dtype", INTS + [torch.bool], ids=str)
+def test_unary_integers(dtype):
+    x = make((5, 11), dtype)
+    for fn in (torch.abs, torch.neg, torch.sign, torch.floor, torch.logical_not, torch.bitwise_not,
+               torch.exp, torch.sqrt):
+        check(fn, x, tol_dtype=torch.float32)
+    if dtype != torch.bool:
+        check(torch.relu, x)
+
+
+def test_activation_gradients_match_cpu():
+    x = make((16, 24), torch.float32, low=-3, high=3)
+    weights = torch.arange(24.0).expand(16, 24).contiguous()
+    for fn in (torch.relu, torch.sigmoid, torch.tanh, torch.nn.functional.silu,
+               torch.nn.functional.gelu, lambda t: torch.nn.functional.gelu(t, approximate="tanh")):
+        grads = []
+        for dev in ("cpu", "neuron"):
+            t = x.detach().to(dev).requires_grad_()
+            fn(t).backward(weights.to(dev))
+            grads.append(t.grad.cpu())
+        torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-4)
+
+
+def test_pow():
+    x = make((4, 9), torch.float32, low=0.1, high=3)
+    native_only(lambda: check(lambda t: t ** 2.5, x))
+    check(lambda t: torch.pow(t, t), x)
+    check(lambda t: t ** 3, make((4, 9), torch.int64))   # integer powers via the fallback

@@ -1,0 +1,189 @@
+// Binary elementwise ops: arithmetic, comparisons, logical/bitwise ops and the activation
+// backward ops autograd calls. Each builds the TensorIterator PyTorch's CPU kernel builds
+// and hands it to the C kernels; complex and exotic dtypes go to the CPU fallback.
+#include <ATen/ScalarOps.h>
+#include <ATen/native/BinaryOps.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/bitwise_and.h>
+#include <ATen/ops/bitwise_or.h>
+#include <ATen/ops/bitwise_xor.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/gelu_backward.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/le.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_or.h>
+#include <ATen/ops/logical_xor.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/sigmoid_backward.h>
+#include <ATen/ops/silu_backward.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/tanh_backward.h>
+#include <ATen/ops/threshold_backward.h>
+
+#include "aten/Iter.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+using at::TensorIterator;
+
+// Runs `code` natively when the C kernels take the iterator's dtypes; otherwise the op runs
+// through the CPU fallback with its original arguments.
+template <class Op, class... Args>
+Tensor& binary(tn_binary_op code, const TensorIterator& iter, Tensor& out,
+               const c10::Scalar& alpha, Args&&... args) {
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
+  launch_binary(op_name<Op>(), code, iter, alpha);
+  return out;
+}
+
+template <class Op, tn_binary_op code>
+Tensor& same_type_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+template <class Op, tn_binary_op code>
+Tensor& bitwise_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  if (!at::isIntegralType(iter.common_dtype(), true))
+    return via_fallback<Op>(self, other, out);  // raises PyTorch's own error for floats
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+// Comparisons and logical ops: bool (or the out= dtype) results from promoted inputs.
+template <class Op, tn_binary_op code>
+Tensor& compare_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::comparison_op(out, self, other);
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+template <class Op, tn_binary_op code>
+Tensor& compare_scalar_out(const Tensor& self, const c10::Scalar& other, Tensor& out) {
+  auto iter = TensorIterator::comparison_op(out, self, at::native::wrapped_scalar_tensor(other));
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+// Activation backward ops: grad_input = f(grad, forward input or output).
+template <class Op, tn_binary_op code>
+Tensor& activation_backward_out(const Tensor& grad, const Tensor& x, Tensor& grad_input) {
+  auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, x);
+  return binary<Op>(code, iter, grad_input, 1, grad, x, grad_input);
+}
+
+Tensor& add_out(const Tensor& self, const Tensor& other, const c10::Scalar& alpha, Tensor& out) {
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  at::native::alpha_check(iter.dtype(), alpha);
+  return binary<at::_ops::add_out>(TN_BINARY_ADD, iter, out, alpha, self, other, alpha, out);
+}
+
+Tensor& sub_out(const Tensor& self, const Tensor& other, const c10::Scalar& alpha, Tensor& out) {
+  at::native::sub_check(self, other);
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  at::native::alpha_check(iter.dtype(), alpha);
+  return binary<at::_ops::sub_out>(TN_BINARY_SUB, iter, out, alpha, self, other, alpha, out);
+}
+
+Tensor& div_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::binary_float_op(out, self, other);
+  return binary<at::_ops::div_out>(TN_BINARY_DIV, iter, out, 1, self, other, out);
+}
+
+Tensor& div_mode_out(const Tensor& self, const Tensor& other,
+                     std::optional<c10::string_view> mode, Tensor& out) {
+  using Op = at::_ops::div_out_mode;
+  if (!mode.has_value()) {
+    auto iter = TensorIterator::binary_float_op(out, self, other);
+    return binary<Op>(TN_BINARY_DIV, iter, out, 1, self, other, mode, out);
+  }
+  TORCH_CHECK(*mode == "trunc" || *mode == "floor",
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+              *mode, "'");
+  auto iter = TensorIterator::binary_op(out, self, other);
+  tn_binary_op code = *mode == "trunc" ? TN_BINARY_DIV_TRUNC : TN_BINARY_DIV_FLOOR;
+  return binary<Op>(code, iter, out, 1, self, other, mode, out);
+}
+
+Tensor& pow_tensor_out(const Tensor& self, const Tensor& exponent, Tensor& out) {
+  using Op = at::_ops::pow_Tensor_Tensor_out;
+  auto iter = TensorIterator::borrowing_binary_op(out, self, exponent);
+  if (at::isIntegralType(iter.common_dtype(), true))  // PyTorch's checks for negative powers
+    return via_fallback<Op>(self, exponent, out);
+  return binary<Op>(TN_BINARY_POW, iter, out, 1, self, exponent, out);
+}
+
+Tensor& pow_scalar_out(const Tensor& self, const c10::Scalar& exponent, Tensor& out) {
+  using Op = at::_ops::pow_Tensor_Scalar_out;
+  if (!at::isFloatingType(self.scalar_type()) || exponent.isComplex())
+    return via_fallback<Op>(self, exponent, out);
+  Tensor wrapped = at::native::wrapped_scalar_tensor(exponent);
+  auto iter = TensorIterator::borrowing_binary_op(out, self, wrapped);
+  return binary<Op>(TN_BINARY_POW, iter, out, 1, self, exponent, out);
+}
+
+Tensor& threshold_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& threshold,
+                               Tensor& grad_input) {
+  auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  return binary<at::_ops::threshold_backward_grad_input>(TN_BINARY_THRESHOLD_BACKWARD, iter,
+                                                           grad_input, threshold, grad, self,
+                                                           threshold, grad_input);
+}
+
+Tensor& gelu_backward_out(const Tensor& grad, const Tensor& self, c10::string_view approximate,
+                          Tensor& grad_input) {
+  auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  tn_binary_op code = approximate == "tanh" ? TN_BINARY_GELU_TANH_BACKWARD : TN_BINARY_GELU_BACKWARD;
+  return binary<at::_ops::gelu_backward_grad_input>(code, iter, grad_input, 1, grad, self,
+                                                      approximate, grad_input);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("add.out", add_out);
+  m.impl("sub.out", sub_out);
+  m.impl("mul.out", same_type_out<at::_ops::mul_out, TN_BINARY_MUL>);
+  m.impl("div.out", div_out);
+  m.impl("div.out_mode", div_mode_out);
+  m.impl("maximum.out", same_type_out<at::_ops::maximum_out, TN_BINARY_MAXIMUM>);
+  m.impl("minimum.out", same_type_out<at::_ops::minimum_out, TN_BINARY_MINIMUM>);
+  m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
+  m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
+  m.impl("eq.Tensor_out", compare_out<at::_ops::eq_Tensor_out, TN_BINARY_EQ>);
+  m.impl("ne.Tensor_out", compare_out<at::_ops::ne_Tensor_out, TN_BINARY_NE>);
+  m.impl("lt.Tensor_out", compare_out<at::_ops::lt_Tensor_out, TN_BINARY_LT>);
+  m.impl("le.Tensor_out", compare_out<at::_ops::le_Tensor_out, TN_BINARY_LE>);
+  m.impl("gt.Tensor_out", compare_out<at::_ops::gt_Tensor_out, TN_BINARY_GT>);
+  m.impl("ge.Tensor_out", compare_out<at::_ops::ge_Tensor_out, TN_BINARY_GE>);
+  m.impl("eq.Scalar_out", compare_scalar_out<at::_ops::eq_Scalar_out, TN_BINARY_EQ>);
+  m.impl("ne.Scalar_out", compare_scalar_out<at::_ops::ne_Scalar_out, TN_BINARY_NE>);
+  m.impl("lt.Scalar_out", compare_scalar_out<at::_ops::lt_Scalar_out, TN_BINARY_LT>);
+  m.impl("le.Scalar_out", compare_scalar_out<at::_ops::le_Scalar_out, TN_BINARY_LE>);
+  m.impl("gt.Scalar_out", compare_scalar_out<at::_ops::gt_Scalar_out, TN_BINARY_GT>);
+  m.impl("ge.Scalar_out", compare_scalar_out<at::_ops::ge_Scalar_out, TN_BINARY_GE>);
+  m.impl("logical_and.out", compare_out<at::_ops::logical_and_out, TN_BINARY_LOGICAL_AND>);
+  m.impl("logical_or.out", compare_out<at::_ops::logical_or_out, TN_BINARY_LOGICAL_OR>);
+  m.impl("logical_xor.out", compare_out<at::_ops::logical_xor_out, TN_BINARY_LOGICAL_XOR>);
+  m.impl("bitwise_and.Tensor_out", bitwise_out<at::_ops::bitwise_and_Tensor_out, TN_BINARY_BITWISE_AND>);
+  m.impl("bitwise_or.Tensor_out", bitwise_out<at::_ops::bitwise_or_Tensor_out, TN_BINARY_BITWISE_OR>);
+  m.impl("bitwise_xor.Tensor_out", bitwise_out<at::_ops::bitwise_xor_Tensor_out, TN_BINARY_BITWISE_XOR>);
+  m.impl("threshold_backward.grad_input", threshold_backward_out);
+  m.impl("sigmoid_backward.grad_input",
+         activation_backward_out<at::_ops::sigmoid_backward_grad_input, TN_BINARY_SIGMOID_BACKWARD>);
+  m.impl("tanh_backward.grad_input",
+         activation_backward_out<at::_ops::tanh_backward_grad_input, TN_BINARY_TANH_BACKWARD>);
+  m.impl("silu_backward.grad_input",
+         activation_backward_out<at::_ops::silu_backward_grad_input, TN_BINARY_SILU_BACKWARD>);
+  m.impl("gelu_backward.grad_input", gelu_backward_out);
+}
+
+} // namespace torch_neuronx::ops

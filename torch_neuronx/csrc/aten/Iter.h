@@ -1,0 +1,39 @@
+// TensorIterator -> C elementwise launches. TensorIterator does what PyTorch's own kernels
+// rely on it for (broadcasting, type promotion, output resizing, memory-overlap checks); the C
+// kernels get its operands as strided views and do the arithmetic.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <ATen/native/CPUFallback.h>
+
+#include <string>
+
+#include "aten/Ops.h"
+#include "tn/tn.h"
+
+namespace torch_neuronx::ops {
+
+// True when the C kernels handle every operand's dtype (not complex, not exotic types).
+bool elementwise_dtypes_ok(std::initializer_list<c10::ScalarType> types);
+bool elementwise_dtypes_ok(const at::TensorIteratorBase& iter);
+
+void launch_unary(const char* name, tn_unary_op op, const at::TensorIteratorBase& iter);
+void launch_binary(const char* name, tn_binary_op op, const at::TensorIteratorBase& iter,
+                   const c10::Scalar& alpha = 1);
+
+// "aten::name.overload" of an ATEN_OP, kept for the life of the process (stream error
+// messages keep a pointer to it).
+template <class Op>
+const char* op_name() {
+  static const std::string name = std::string(Op::name) +
+      (std::string(Op::overload_name).empty() ? "" : "." + std::string(Op::overload_name));
+  return name.c_str();
+}
+
+// Runs an op through the CPU fallback (counted as such), for dtypes the C kernels lack.
+template <class Op, class... Args>
+decltype(auto) via_fallback(Args&&... args) {
+  return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+} // namespace torch_neuronx::ops

@@ -1,0 +1,146 @@
+// Unary elementwise ops. Float ops (exp, tanh, ...) promote integer inputs to the default
+// float dtype, as on the CPU; complex and exotic dtypes go to the CPU fallback.
+#include <ATen/ops/abs.h>
+#include <ATen/ops/bitwise_not.h>
+#include <ATen/ops/ceil.h>
+#include <ATen/ops/cos.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/erf.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/expm1.h>
+#include <ATen/ops/floor.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/log.h>
+#include <ATen/ops/log1p.h>
+#include <ATen/ops/logical_not.h>
+#include <ATen/ops/neg.h>
+#include <ATen/ops/reciprocal.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/round.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sign.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/sin.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/tanh.h>
+#include <ATen/ops/trunc.h>
+
+#include "aten/Iter.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+using at::TensorIterator;
+
+template <class Op>
+Tensor& unary(tn_unary_op code, const TensorIterator& iter, const Tensor& self, Tensor& out) {
+  // Bool inputs: the CPU kernels reject most ops; the fallback gives the same answer or error.
+  bool bool_ok = code == TN_UNARY_LOGICAL_NOT || code == TN_UNARY_BITWISE_NOT;
+  if (!elementwise_dtypes_ok(iter) || (iter.common_dtype() == at::kBool && !bool_ok))
+    return via_fallback<Op>(self, out);
+  launch_unary(op_name<Op>(), code, iter);
+  return out;
+}
+
+// Same dtype in and out (neg, abs, floor, ...).
+template <class Op, tn_unary_op code>
+Tensor& same_type_out(const Tensor& self, Tensor& out) {
+  auto iter = TensorIterator::unary_op(out, self);
+  return unary<Op>(code, iter, self, out);
+}
+
+// Integer inputs computed in the default float dtype (exp, sqrt, tanh, ...).
+template <class Op, tn_unary_op code>
+Tensor& float_out(const Tensor& self, Tensor& out) {
+  auto iter = TensorIterator::unary_float_op(out, self);
+  return unary<Op>(code, iter, self, out);
+}
+
+// Rounding ops: integers pass through unchanged.
+template <class Op, tn_unary_op code>
+Tensor& rounding_out(const Tensor& self, Tensor& out) {
+  auto iter = TensorIterator::unary_op(out, self);
+  return unary<Op>(code, iter, self, out);
+}
+
+Tensor& logical_not_out(const Tensor& self, Tensor& out) {
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .add_output(out)
+                  .add_const_input(self)
+                  .build();
+  return unary<at::_ops::logical_not_out>(TN_UNARY_LOGICAL_NOT, iter, self, out);
+}
+
+Tensor& bitwise_not_out(const Tensor& self, Tensor& out) {
+  auto iter = TensorIterator::unary_op(out, self);
+  if (!at::isIntegralType(iter.common_dtype(), true))
+    return via_fallback<at::_ops::bitwise_not_out>(self, out);  // PyTorch's error for floats
+  return unary<at::_ops::bitwise_not_out>(TN_UNARY_BITWISE_NOT, iter, self, out);
+}
+
+Tensor& gelu_out(const Tensor& self, c10::string_view approximate, Tensor& out) {
+  auto iter = TensorIterator::unary_op(out, self);
+  if (!elementwise_dtypes_ok(iter) || !at::isFloatingType(iter.common_dtype()))
+    return via_fallback<at::_ops::gelu_out>(self, approximate, out);
+  launch_unary(op_name<at::_ops::gelu_out>(),
+               approximate == "tanh" ? TN_UNARY_GELU_TANH : TN_UNARY_GELU, iter);
+  return out;
+}
+
+Tensor& silu_out(const Tensor& self, Tensor& out) {
+  auto iter = TensorIterator::unary_op(out, self);
+  if (!at::isFloatingType(iter.common_dtype())) return via_fallback<at::_ops::silu_out>(self, out);
+  return unary<at::_ops::silu_out>(TN_UNARY_SILU, iter, self, out);
+}
+
+Tensor relu(const Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  Tensor out = at::empty_like(self);
+  auto iter = TensorIterator::unary_op(out, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::relu>(self);
+  launch_unary("aten::relu", TN_UNARY_RELU, iter);
+  return out;
+}
+
+Tensor& relu_(Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  auto iter = TensorIterator::unary_op(self, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::relu_>(self);
+  launch_unary("aten::relu_", TN_UNARY_RELU, iter);
+  return self;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("neg.out", same_type_out<at::_ops::neg_out, TN_UNARY_NEG>);
+  m.impl("abs.out", same_type_out<at::_ops::abs_out, TN_UNARY_ABS>);
+  m.impl("sign.out", same_type_out<at::_ops::sign_out, TN_UNARY_SIGN>);
+  m.impl("floor.out", rounding_out<at::_ops::floor_out, TN_UNARY_FLOOR>);
+  m.impl("ceil.out", rounding_out<at::_ops::ceil_out, TN_UNARY_CEIL>);
+  m.impl("trunc.out", rounding_out<at::_ops::trunc_out, TN_UNARY_TRUNC>);
+  m.impl("round.out", rounding_out<at::_ops::round_out, TN_UNARY_ROUND>);
+  m.impl("exp.out", float_out<at::_ops::exp_out, TN_UNARY_EXP>);
+  m.impl("expm1.out", float_out<at::_ops::expm1_out, TN_UNARY_EXPM1>);
+  m.impl("log.out", float_out<at::_ops::log_out, TN_UNARY_LOG>);
+  m.impl("log1p.out", float_out<at::_ops::log1p_out, TN_UNARY_LOG1P>);
+  m.impl("sqrt.out", float_out<at::_ops::sqrt_out, TN_UNARY_SQRT>);
+  m.impl("rsqrt.out", float_out<at::_ops::rsqrt_out, TN_UNARY_RSQRT>);
+  m.impl("reciprocal.out", float_out<at::_ops::reciprocal_out, TN_UNARY_RECIPROCAL>);
+  m.impl("sin.out", float_out<at::_ops::sin_out, TN_UNARY_SIN>);
+  m.impl("cos.out", float_out<at::_ops::cos_out, TN_UNARY_COS>);
+  m.impl("tanh.out", float_out<at::_ops::tanh_out, TN_UNARY_TANH>);
+  m.impl("sigmoid.out", float_out<at::_ops::sigmoid_out, TN_UNARY_SIGMOID>);
+  m.impl("erf.out", float_out<at::_ops::erf_out, TN_UNARY_ERF>);
+  m.impl("silu.out", silu_out);
+  m.impl("gelu.out", gelu_out);
+  m.impl("logical_not.out", logical_not_out);
+  m.impl("bitwise_not.out", bitwise_not_out);
+  m.impl("relu", relu);
+  m.impl("relu_", relu_);
+}
+
+} // namespace torch_neuronx::ops
