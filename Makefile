@@ -18,18 +18,21 @@ CFLAGS_REL := $(CFLAGS_COMMON) -O2 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-# src/kernels/rows.c is built once per ISA with that ISA's flags (and only there).
+# src/kernels/rows.c and gemm_ukernel.c are built once per ISA with that ISA's flags (and
+# only there).
 ISA_FLAGS_ref :=
 ISA_FLAGS_avx2 := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISAS := ref avx2 avx512
 
-SRCS := $(filter-out src/kernels/rows.c,$(wildcard src/runtime/*.c src/kernels/*.c))
+PER_ISA := rows gemm_ukernel
+SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c),$(wildcard src/runtime/*.c src/kernels/*.c))
+ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o))
 TEST_SRCS := $(wildcard tests/c/*.c)
 HEADERS := $(wildcard include/tn/*.h)
 
-OBJS := $(SRCS:%.c=build/rel/%.o) $(ISAS:%=build/rel/src/kernels/rows_%.o)
-SAN_OBJS := $(SRCS:%.c=build/san/%.o) $(ISAS:%=build/san/src/kernels/rows_%.o)
+OBJS := $(SRCS:%.c=build/rel/%.o) $(call ISA_OBJS,build/rel)
+SAN_OBJS := $(SRCS:%.c=build/san/%.o) $(call ISA_OBJS,build/san)
 TEST_BIN := build/san/tn_tests
 
 .PHONY: all test-c check-headers clean
@@ -43,13 +46,16 @@ build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_REL) -MMD -MP -c $< -o $@
 
-build/rel/src/kernels/rows_%.o: src/kernels/rows.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_REL) $(ISA_FLAGS_$*) -DTN_ROWS_ISA=$* -MMD -MP -c $< -o $@
-
-build/san/src/kernels/rows_%.o: src/kernels/rows.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_SAN) $(ISA_FLAGS_$*) -DTN_ROWS_ISA=$* -MMD -MP -c $< -o $@
+# One object per (file, ISA): build/<mode>/src/kernels/<file>_<isa>.o from src/kernels/<file>.c
+define per_isa_rule
+build/rel/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_REL) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
+build/san/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_SAN) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
+endef
+$(foreach f,$(PER_ISA),$(foreach i,$(ISAS),$(eval $(call per_isa_rule,$(f),$(i)))))
 
 build/san/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -28,7 +28,7 @@ else
   cmd=("${PIP[@]}" install --no-build-isolation --no-deps -e .)
 fi
 if ! "${cmd[@]}" >"$LOG" 2>&1; then
-  grep -E "error|Error" "$LOG" | head -40 || true
+  grep -E "error:|Error:|Error " "$LOG" | head -40 || true
   echo "[setup] build failed; full log: $LOG" >&2
   exit 1
 fi

@@ -16,5 +16,6 @@
 #include "tn/elementwise.h"
 #include "tn/isa.h"
 #include "tn/parallel.h"
+#include "tn/gemm.h"
 
 #endif

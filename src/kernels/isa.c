@@ -39,8 +39,15 @@ static void init(void) {
     isa.best = detect();
     for (int i = 0; i <= (int)isa.best; i++) {
         tn_kernels_install_ref(&isa.tables[i]);
-        if (i >= TN_ISA_AVX2) tn_kernels_install_avx2(&isa.tables[i]);
-        if (i >= TN_ISA_AVX512) tn_kernels_install_avx512(&isa.tables[i]);
+        tn_gemm_install_ref(&isa.tables[i]);
+        if (i >= TN_ISA_AVX2) {
+            tn_kernels_install_avx2(&isa.tables[i]);
+            tn_gemm_install_avx2(&isa.tables[i]);
+        }
+        if (i >= TN_ISA_AVX512) {
+            tn_kernels_install_avx512(&isa.tables[i]);
+            tn_gemm_install_avx512(&isa.tables[i]);
+        }
     }
     isa.active = isa.best;
     const char *want = getenv("TN_ISA");

@@ -15,7 +15,17 @@ typedef struct tn_kernel_table {
     /* o[i*os] = op(x[i*xs]) for i < n, all float32; returns 0 as above */
     int (*unary_f32)(tn_unary_op op, int64_t n, float *o, int64_t os, const float *x,
                       int64_t xs);
+    /* GEMM micro-kernel (see gemm_ukernel.c) and its tile: gemm_mr <= TN_GEMM_MAX_MR rows of
+     * packed A by gemm_nr <= TN_GEMM_MAX_NR columns of packed B */
+    int32_t gemm_mr;
+    int32_t gemm_nr;
+    void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc);
+    /* sum of x[i] * y[i] for i < n, contiguous float32 */
+    float (*dot_f32)(int64_t n, const float *x, const float *y);
 } tn_kernel_table;
+
+#define TN_GEMM_MAX_MR 8
+#define TN_GEMM_MAX_NR 32
 
 /* The table of the active ISA. */
 const tn_kernel_table *tn_kernels(void);
@@ -23,9 +33,17 @@ const tn_kernel_table *tn_kernels(void);
  * cannot run it. For tests that compare variants. */
 const tn_kernel_table *tn_kernels_for(tn_isa isa);
 
+/* tn_kernel_gemm with a given table (tests run every ISA through it). */
+struct tn_gemm;
+void tn_gemm_with(const tn_kernel_table *k, const struct tn_gemm *g, float *scratch, int32_t ith,
+                  int32_t nth);
+
 /* Each ISA's file fills the entries it implements. */
 void tn_kernels_install_ref(tn_kernel_table *t);
 void tn_kernels_install_avx2(tn_kernel_table *t);
 void tn_kernels_install_avx512(tn_kernel_table *t);
+void tn_gemm_install_ref(tn_kernel_table *t);
+void tn_gemm_install_avx2(tn_kernel_table *t);
+void tn_gemm_install_avx512(tn_kernel_table *t);
 
 #endif

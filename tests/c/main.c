@@ -32,7 +32,9 @@ int tn_test_failures;
     X(test_half_and_generic_paths) \
     X(test_integer_semantics)    \
     X(test_parallel_pool)        \
-    X(test_elementwise_launch)
+    X(test_elementwise_launch)   \
+    X(test_gemm_every_isa)       \
+    X(test_gemm_launch_bf16_output)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

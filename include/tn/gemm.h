@@ -1,0 +1,52 @@
+/* Matrix multiplication: C = alpha * A @ B + beta * C over strided operands, batched.
+ *
+ * A is m x k, B is k x n, C is m x n; each with its own row and column strides (in elements,
+ * so transposed operands need no copy) and dtype (f32, bf16, f16; bf16/f16 accumulate in
+ * f32). beta == 0 means C is not read (NaNs in it do not propagate), as in BLAS. Blocked and
+ * packed (BLIS-style) with an ISA-specific micro-kernel; a dot-product path serves small m
+ * when B's columns are contiguous (the usual weight layout of nn.Linear). */
+#ifndef TN_GEMM_H
+#define TN_GEMM_H
+
+#include <stdint.h>
+
+#include "tn/dtype.h"
+#include "tn/status.h"
+#include "tn/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tn_matrix {
+    void *data;
+    tn_dtype dtype;
+    int64_t row_stride;   /* elements between rows */
+    int64_t col_stride;   /* elements between columns */
+    int64_t batch_stride; /* elements between matrices of a batch (0: shared) */
+} tn_matrix;
+
+typedef struct tn_gemm {
+    int64_t batch;
+    int64_t m;
+    int64_t n;
+    int64_t k;
+    tn_matrix a;
+    tn_matrix b;
+    tn_matrix c;
+    float alpha;
+    float beta;
+} tn_gemm;
+
+tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g);
+
+/* Scratch (in floats) one thread of tn_kernel_gemm needs. */
+int64_t tn_gemm_scratch_floats(void);
+/* One thread's share; `scratch` holds tn_gemm_scratch_floats() floats, 64-byte aligned.
+ * C must be float32 here (the launch converts other output dtypes). */
+void tn_kernel_gemm(const tn_gemm *g, float *scratch, int32_t ith, int32_t nth);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,128 @@
+/* The GEMM micro-kernel and dot product for one ISA variant. Like rows.c, the Makefile builds
+ * this file once per ISA with that ISA's flags and TN_ROWS_ISA naming the install function;
+ * the preprocessor picks the intrinsics the flags allow.
+ *
+ * Micro-kernel contract: c[i*ldc + j] += sum_p ap[p*MR + i] * bp[p*NR + j] for i < MR, j < NR,
+ * where ap and bp are the packed panels (see gemm.c). */
+#include <stdint.h>
+
+#include "table.h"
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#ifndef TN_ROWS_ISA
+#error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
+#endif
+#define TN_CONCAT_(a, b) a##b
+#define TN_CONCAT(a, b) TN_CONCAT_(a, b)
+
+#if defined(__AVX512F__)
+
+enum { MR = 6, NR = 32 };
+
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kc; p++) {
+        __m512 b0 = _mm512_loadu_ps(bp + p * NR), b1 = _mm512_loadu_ps(bp + p * NR + 16);
+        for (int i = 0; i < MR; i++) {
+            __m512 a = _mm512_set1_ps(ap[p * MR + i]);
+            acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        float *row = c + i * ldc;
+        _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
+        _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+    }
+}
+
+static float dot(int64_t n, const float *x, const float *y) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+    }
+    if (i + 16 <= n) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        i += 16;
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), s1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+enum { MR = 6, NR = 16 };
+
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+    __m256 acc[MR][2];
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < kc; p++) {
+        __m256 b0 = _mm256_loadu_ps(bp + p * NR), b1 = _mm256_loadu_ps(bp + p * NR + 8);
+        for (int i = 0; i < MR; i++) {
+            __m256 a = _mm256_broadcast_ss(ap + p * MR + i);
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        float *row = c + i * ldc;
+        _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), acc[i][0]));
+        _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[i][1]));
+    }
+}
+
+static float dot(int64_t n, const float *x, const float *y) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+    }
+    __m256 s = _mm256_add_ps(s0, s1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float total = _mm_cvtss_f32(h);
+    for (; i < n; i++) total += x[i] * y[i];
+    return total;
+}
+
+#else
+
+enum { MR = 4, NR = 8 };
+
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+    float acc[MR][NR] = {{0}};
+    for (int64_t p = 0; p < kc; p++)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) acc[i][j] += ap[p * MR + i] * bp[p * NR + j];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) c[i * ldc + j] += acc[i][j];
+}
+
+static float dot(int64_t n, const float *x, const float *y) {
+    float s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) s[l] += x[i + l] * y[i + l];
+    for (; i < n; i++) s[0] += x[i] * y[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+#endif
+
+void TN_CONCAT(tn_gemm_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->gemm_mr = MR;
+    t->gemm_nr = NR;
+    t->gemm_ukernel = ukernel;
+    t->dot_f32 = dot;
+}

@@ -1,0 +1,81 @@
+/* Launching GEMMs: output-dtype conversion around the float32 kernel, per-thread scratch,
+ * and the split across the kernel thread pool. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tn/gemm.h"
+#include "tn/kernels.h"
+#include "tn/parallel.h"
+
+typedef struct gemm_task {
+    tn_gemm g;
+    tn_matrix out; /* where the result goes when it is not float32 */
+    int convert;
+    int failed; /* a thread could not get its scratch */
+} gemm_task;
+
+static _Thread_local float *scratch;
+
+/* Each thread keeps its packing buffers for the life of the process. */
+static void gemm_slice(void *p, int32_t ith, int32_t nth) {
+    gemm_task *t = p;
+    if (!scratch && posix_memalign((void **)&scratch, 64,
+                                   (size_t)tn_gemm_scratch_floats() * sizeof(float)) != 0)
+        scratch = NULL;
+    if (scratch)
+        tn_kernel_gemm(&t->g, scratch, ith, nth);
+    else
+        t->failed = 1;
+}
+
+/* A 3-D view (batch, rows, cols) of a matrix operand, for dtype conversions. */
+static tn_tensor view3(const tn_matrix *mat, int64_t batch, int64_t m, int64_t n) {
+    tn_tensor t = {.data = mat->data, .dtype = mat->dtype, .ndim = 3};
+    t.sizes[0] = batch;
+    t.sizes[1] = m;
+    t.sizes[2] = n;
+    t.strides[0] = mat->batch_stride;
+    t.strides[1] = mat->row_stride;
+    t.strides[2] = mat->col_stride;
+    return t;
+}
+
+static tn_status run_gemm(void *p) {
+    gemm_task *t = p;
+    tn_gemm *g = &t->g;
+    float *work = NULL;
+    if (t->convert) {
+        size_t count = (size_t)(g->batch * g->m * g->n);
+        work = malloc(count * sizeof(float));
+        if (!work) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a GEMM result");
+        g->c = (tn_matrix){work, TN_DTYPE_F32, g->n, 1, g->m * g->n};
+        if (g->beta != 0.0f) {
+            tn_tensor dst = view3(&g->c, g->batch, g->m, g->n), src = view3(&t->out, g->batch, g->m, g->n);
+            tn_kernel_copy(&dst, &src, 0, 1);
+        }
+    }
+    int64_t work_units = g->batch * g->m * g->n * (g->k > 0 ? g->k : 1) / 64;
+    tn_parallel_run(gemm_slice, t, work_units);
+    if (t->convert) {
+        tn_tensor dst = view3(&t->out, g->batch, g->m, g->n), src = view3(&g->c, g->batch, g->m, g->n);
+        tn_kernel_copy(&dst, &src, 0, 1);
+        free(work);
+    }
+    return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for GEMM scratch")
+                     : TN_STATUS_OK;
+}
+
+static int supported(tn_dtype t) {
+    return t == TN_DTYPE_F32 || t == TN_DTYPE_BF16 || t == TN_DTYPE_F16;
+}
+
+tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g) {
+    if (g->batch < 0 || g->m < 0 || g->n < 0 || g->k < 0)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM with a negative dimension");
+    if (!supported(g->a.dtype) || !supported(g->b.dtype) || !supported(g->c.dtype))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM supports float32/bfloat16/float16 operands");
+    if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;
+    gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32, 0};
+    return tn_stream_launch(stream, name ? name : "gemm", run_gemm, &t, sizeof t);
+}

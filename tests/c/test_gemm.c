@@ -1,0 +1,131 @@
+/* GEMM: every ISA's micro-kernel through the blocked driver, against a double-precision
+ * reference, over edge shapes, strides (transposes), dtypes, alpha/beta, batches and thread
+ * splits; and the launch with a bfloat16 output. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/table.h"
+#include "tn/tn.h"
+
+static float value(int64_t i, int salt) {
+    uint32_t x = (uint32_t)(i * 2654435761u + (uint32_t)salt * 40503u);
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    x ^= x >> 15;
+    return (float)(x % 2001) / 1000.0f - 1.0f;
+}
+
+typedef struct shape {
+    int64_t batch, m, n, k;
+    int a_trans, b_trans;
+    float alpha, beta;
+    tn_dtype in;
+} shape;
+
+static float get(const void *p, int64_t i, tn_dtype t) {
+    return t == TN_DTYPE_F32 ? ((const float *)p)[i] : tn_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth) {
+    int64_t asz = s->batch * s->m * s->k, bsz = s->batch * s->k * s->n, csz = s->batch * s->m * s->n;
+    int es = tn_dtype_size(s->in);
+    char *a = malloc((size_t)(asz * es) + 1), *b = malloc((size_t)(bsz * es) + 1);
+    float *c = malloc((size_t)csz * sizeof(float) + 4), *c0 = malloc((size_t)csz * sizeof(float) + 4);
+    float *scratch = NULL;
+    if (posix_memalign((void **)&scratch, 64, (size_t)tn_gemm_scratch_floats() * sizeof(float))) return 0;
+    for (int64_t i = 0; i < asz; i++) {
+        if (s->in == TN_DTYPE_F32) ((float *)a)[i] = value(i, 1);
+        else ((uint16_t *)a)[i] = tn_f32_to_bf16(value(i, 1));
+    }
+    for (int64_t i = 0; i < bsz; i++) {
+        if (s->in == TN_DTYPE_F32) ((float *)b)[i] = value(i, 2);
+        else ((uint16_t *)b)[i] = tn_f32_to_bf16(value(i, 2));
+    }
+    for (int64_t i = 0; i < csz; i++) c[i] = c0[i] = s->beta == 0.0f ? NAN : value(i, 3);
+    tn_gemm g = {.batch = s->batch, .m = s->m, .n = s->n, .k = s->k, .alpha = s->alpha, .beta = s->beta};
+    /* A stored m x k (or k x m when transposed), B k x n (or n x k) */
+    g.a = (tn_matrix){a, s->in, s->a_trans ? 1 : s->k, s->a_trans ? s->m : 1, s->m * s->k};
+    g.b = (tn_matrix){b, s->in, s->b_trans ? 1 : s->n, s->b_trans ? s->k : 1, s->k * s->n};
+    g.c = (tn_matrix){c, TN_DTYPE_F32, s->n, 1, s->m * s->n};
+    for (int32_t ith = 0; ith < nth; ith++) tn_gemm_with(k, &g, scratch, ith, nth);
+    int ok = 1;
+    for (int64_t bt = 0; bt < s->batch && ok; bt++)
+        for (int64_t i = 0; i < s->m && ok; i++)
+            for (int64_t j = 0; j < s->n && ok; j++) {
+                double want = 0, mag = 0;
+                for (int64_t p = 0; p < s->k; p++) {
+                    double x = get(a, bt * s->m * s->k + i * g.a.row_stride + p * g.a.col_stride, s->in);
+                    double y = get(b, bt * s->k * s->n + p * g.b.row_stride + j * g.b.col_stride, s->in);
+                    want += x * y;
+                    mag += fabs(x * y);
+                }
+                int64_t ci = bt * s->m * s->n + i * s->n + j;
+                want = s->alpha * want + (s->beta == 0.0f ? 0.0 : s->beta * c0[ci]);
+                if (fabs(c[ci] - want) > 1e-5 * (mag + 1.0)) {
+                    fprintf(stderr, "  gemm b%lld m%lld n%lld k%lld at (%lld,%lld,%lld): %g vs %g\n",
+                            (long long)s->batch, (long long)s->m,
+                            (long long)s->n, (long long)s->k, (long long)bt, (long long)i,
+                            (long long)j, (double)c[ci], want);
+                    ok = 0;
+                }
+            }
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    free(scratch);
+    return ok;
+}
+
+void test_gemm_every_isa(void) {
+    const shape shapes[] = {
+        {1, 1, 1, 1, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},
+        {1, 7, 5, 3, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},
+        {1, 37, 53, 300, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},   /* two k blocks, edge tiles */
+        {1, 13, 1100, 20, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32},  /* n past one block, B transposed */
+        {1, 101, 9, 17, 1, 1, 1.0f, 2.0f, TN_DTYPE_F32},    /* both transposed, beta */
+        {3, 10, 20, 30, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32},    /* batch */
+        {1, 1, 300, 257, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32},   /* dot path: x @ W.T */
+        {2, 3, 70, 64, 0, 1, 1.0f, 0.5f, TN_DTYPE_F32},     /* dot path, batch, beta */
+        {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 inputs */
+        {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* empty */
+        {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* k = 0: C = 0 */
+    };
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int32_t nth = 1; nth <= 3; nth += 2)
+                if (!run_case(k, &shapes[i], nth)) {
+                    fprintf(stderr, "  (isa %s, case %zu, nth %d)\n", tn_isa_name((tn_isa)isa), i, (int)nth);
+                    CHECK(0);
+                }
+    }
+}
+
+void test_gemm_launch_bf16_output(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    enum { M = 9, N = 40, K = 33 };
+    float a[M * K], b[K * N];
+    uint16_t c[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = value(i, 5);
+    for (int i = 0; i < K * N; i++) b[i] = value(i, 6);
+    tn_gemm g = {.batch = 1, .m = M, .n = N, .k = K, .alpha = 1.0f, .beta = 0.0f};
+    g.a = (tn_matrix){a, TN_DTYPE_F32, K, 1, 0};
+    g.b = (tn_matrix){b, TN_DTYPE_F32, N, 1, 0};
+    g.c = (tn_matrix){c, TN_DTYPE_BF16, N, 1, 0};
+    CHECK_OK(tn_gemm_async(s, "aten::mm.out", &g));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float want = 0;
+            for (int p = 0; p < K; p++) want += a[i * K + p] * b[p * N + j];
+            CHECK(fabsf(tn_bf16_to_f32(c[i * N + j]) - want) <= 0.01f * fabsf(want) + 0.02f);
+        }
+    g.a.dtype = TN_DTYPE_I32;
+    CHECK(tn_gemm_async(s, "aten::mm.out", &g) == TN_STATUS_INVALID_ARGUMENT);
+}

@@ -1,0 +1,118 @@
+"""Matrix products on neuron against the CPU: shapes, transposes, dtypes, bias, batches,
+autograd, and the errors PyTorch gives."""
+import pytest
+import torch
+import torch_neuronx
+
+# float32: sums of hundreds of products differ from the CPU's order of summation by ~sqrt(k) ulp
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.bfloat16: dict(rtol=2e-2, atol=2e-2),
+       torch.float16: dict(rtol=2e-3, atol=2e-3)}
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def on(t):
+    return t.to("neuron")
+
+
+def reference(fn, *args):
+    """The CPU result, computed in float32 for half types (the device accumulates in float32)."""
+    half = any(a.dtype in (torch.bfloat16, torch.float16) for a in args if isinstance(a, torch.Tensor))
+    if not half:
+        return fn(*args)
+    dtype = next(a.dtype for a in args if isinstance(a, torch.Tensor))
+    return fn(*[a.float() if isinstance(a, torch.Tensor) else a for a in args]).to(dtype)
+
+
+def assert_native(fn):
+    torch_neuronx.clear_op_tracking()
+    out = fn()
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 576, 1536), (3, 64, 100), (17, 300, 33),
+                                   (128, 576, 576), (130, 70, 1100)])
+def test_mm(dtype, m, k, n):
+    a, b = rand(m, k, dtype=dtype, seed=1), rand(k, n, dtype=dtype, seed=2)
+    got = assert_native(lambda: on(a) @ on(b))
+    torch.testing.assert_close(got.cpu(), reference(torch.mm, a, b), **TOL[dtype])
+
+
+@pytest.mark.parametrize("layout", ["tt", "tn", "nt", "sliced"])
+def test_mm_strided_operands(layout):
+    a, b = rand(40, 30, seed=1), rand(30, 50, seed=2)
+    if "t" in layout[:1]:
+        a = rand(30, 40, seed=1).t()
+    if layout[1:] == "t":
+        b = rand(50, 30, seed=2).t()
+    if layout == "sliced":
+        a, b = rand(80, 60, seed=1)[::2, 1::2], rand(60, 100, seed=2)[1::2, ::2]
+    got = assert_native(lambda: on(a) @ on(b))
+    torch.testing.assert_close(got.cpu(), a @ b, **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_linear_and_addmm(dtype):
+    x, w, bias = rand(5, 64, dtype=dtype, seed=1), rand(48, 64, dtype=dtype, seed=2), rand(48, dtype=dtype, seed=3)
+    got = assert_native(lambda: torch.nn.functional.linear(on(x), on(w), on(bias)))
+    torch.testing.assert_close(got.cpu(), reference(torch.nn.functional.linear, x, w, bias), **TOL[dtype])
+    c = rand(5, 48, dtype=dtype, seed=4)
+    got = torch.addmm(on(c), on(x), on(w).t(), beta=0.5, alpha=2.0)
+    torch.testing.assert_close(got.cpu(), reference(lambda *t: torch.addmm(*t, beta=0.5, alpha=2.0), c, x, w.t()),
+                               **TOL[dtype])
+    nan = torch.full((5, 48), float("nan"), dtype=dtype)
+    got = torch.addmm(on(nan), on(x), on(w).t(), beta=0)   # beta=0 ignores the input, NaN included
+    assert not torch.isnan(got.cpu()).any()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_bmm_baddbmm_matmul(dtype):
+    a, b = rand(6, 10, 32, dtype=dtype, seed=1), rand(6, 32, 12, dtype=dtype, seed=2)
+    got = assert_native(lambda: torch.bmm(on(a), on(b)))
+    torch.testing.assert_close(got.cpu(), reference(torch.bmm, a, b), **TOL[dtype])
+    c = rand(6, 10, 12, dtype=dtype, seed=3)
+    got = torch.baddbmm(on(c), on(a), on(b), beta=1.0, alpha=0.25)
+    torch.testing.assert_close(got.cpu(), reference(lambda *t: torch.baddbmm(*t, alpha=0.25), c, a, b), **TOL[dtype])
+    q, kt = rand(2, 3, 7, 16, dtype=dtype, seed=4), rand(2, 3, 16, 7, dtype=dtype, seed=5)
+    got = torch.matmul(on(q), on(kt))                # 4-D, broadcasting matmul
+    torch.testing.assert_close(got.cpu(), reference(torch.matmul, q, kt), **TOL[dtype])
+    v = rand(16, dtype=dtype, seed=6)
+    torch.testing.assert_close(torch.matmul(on(q), on(v)).cpu(), reference(torch.matmul, q, v), **TOL[dtype])
+
+
+def test_gradients_match_cpu():
+    x, w = rand(8, 20, seed=1), rand(12, 20, seed=2)
+    grads = {}
+    for dev in ("cpu", "neuron"):
+        xd, wd = x.detach().to(dev).requires_grad_(), w.detach().to(dev).requires_grad_()
+        (torch.nn.functional.linear(xd, wd) ** 2).sum().backward()
+        grads[dev] = (xd.grad.cpu(), wd.grad.cpu())
+    for g_dev, g_cpu in zip(grads["neuron"], grads["cpu"]):
+        torch.testing.assert_close(g_dev, g_cpu, rtol=1e-5, atol=1e-4)
+
+
+def test_other_dtypes_fall_back_correctly(quiet_fallback):
+    a, b = rand(4, 5).double(), rand(5, 3).double()
+    torch.testing.assert_close((on(a) @ on(b)).cpu(), a @ b)
+    ai, bi = torch.randint(-5, 5, (4, 5)), torch.randint(-5, 5, (5, 3))
+    torch.testing.assert_close((on(ai) @ on(bi)).cpu(), ai @ bi)
+
+
+def test_errors_match_cpu():
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
+        on(rand(2, 3)) @ on(rand(4, 5))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.mm(on(rand(2, 3)), on(rand(3, 2, dtype=torch.bfloat16)))
+    out = torch.empty(0, device="neuron")
+    torch.mm(on(rand(2, 3)), on(rand(3, 4)), out=out)
+    assert out.shape == (2, 4)
+    empty = torch.mm(on(rand(0, 3)), on(rand(3, 4)))
+    assert empty.shape == (0, 4)
+    zero_k = torch.mm(on(rand(2, 0)), on(rand(0, 4)))
+    assert torch.equal(zero_k.cpu(), torch.zeros(2, 4))
