@@ -34,7 +34,16 @@ tn_matrix matrix(const Tensor& t) {
   return m;
 }
 
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = *tensors.begin();
+  for (const Tensor* t : tensors)
+    TORCH_CHECK(t->device() == first->device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                first->device(), " and ", t->device(), "! (in ", op, ")");
+}
+
 void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t dims) {
+  check_same_device(op, {&a, &b});
   TORCH_CHECK(a.dim() == dims, op, ": self must be a ", dims == 2 ? "matrix" : "3D tensor");
   TORCH_CHECK(b.dim() == dims, op, ": mat2 must be a ", dims == 2 ? "matrix" : "3D tensor");
   TORCH_CHECK(a.size(-1) == b.size(-2), "mat1 and mat2 shapes cannot be multiplied (",
@@ -71,6 +80,7 @@ bool native(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   check_operands("mm", self, mat2, 2);
+  check_same_device("mm", {&self, &out});
   if (!native(self, mat2, out)) return via_fallback<at::_ops::mm_out>(self, mat2, out);
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   gemm("aten::mm.out", self, mat2, out, 0, 1);
@@ -79,6 +89,7 @@ Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
 
 Tensor& bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   check_operands("bmm", self, mat2, 3);
+  check_same_device("bmm", {&self, &out});
   if (!native(self, mat2, out)) return via_fallback<at::_ops::bmm_out>(self, mat2, out);
   at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
   gemm("aten::bmm.out", self, mat2, out, 0, 1);
@@ -103,6 +114,7 @@ Tensor& add_product(const char* name, const Tensor& input, const Tensor& a, cons
 Tensor& addmm_out(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
                   const c10::Scalar& alpha, Tensor& out) {
   check_operands("addmm", mat1, mat2, 2);
+  check_same_device("addmm", {&mat1, &input, &out});
   if (!native(mat1, mat2, out) || input.scalar_type() != out.scalar_type())
     return via_fallback<at::_ops::addmm_out>(input, mat1, mat2, beta, alpha, out);
   return add_product("aten::addmm.out", input, mat1, mat2, beta, alpha, out,
@@ -112,6 +124,7 @@ Tensor& addmm_out(const Tensor& input, const Tensor& mat1, const Tensor& mat2, c
 Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, const c10::Scalar& beta,
                     const c10::Scalar& alpha, Tensor& out) {
   check_operands("baddbmm", b1, b2, 3);
+  check_same_device("baddbmm", {&b1, &input, &out});
   if (!native(b1, b2, out) || input.scalar_type() != out.scalar_type())
     return via_fallback<at::_ops::baddbmm_out>(input, b1, b2, beta, alpha, out);
   return add_product("aten::baddbmm.out", input, b1, b2, beta, alpha, out,
