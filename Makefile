@@ -14,7 +14,7 @@ MAKEFLAGS += --no-builtin-rules
 CC ?= cc
 CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Wall -Wextra -Wpedantic \
                  -Wshadow -Wstrict-prototypes -Werror -fPIC -pthread
-CFLAGS_REL := $(CFLAGS_COMMON) -O2 -g
+CFLAGS_REL := $(CFLAGS_COMMON) -O3 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "half.h"
 #include "tn/kernels.h"
 #include "tn/tensor.h"
 
@@ -29,8 +30,8 @@ static inline tn_value tn_load(const void *p, tn_dtype t) {
     case TN_DTYPE_I16: v.i = *(const int16_t *)p; v.is_int = 1; break;
     case TN_DTYPE_I32: v.i = *(const int32_t *)p; v.is_int = 1; break;
     case TN_DTYPE_I64: v.i = *(const int64_t *)p; v.is_int = 1; break;
-    case TN_DTYPE_F16: v.re = tn_f16_to_f32(*(const uint16_t *)p); break;
-    case TN_DTYPE_BF16: v.re = tn_bf16_to_f32(*(const uint16_t *)p); break;
+    case TN_DTYPE_F16: v.re = tn_f16_to_f32_inline(*(const uint16_t *)p); break;
+    case TN_DTYPE_BF16: v.re = tn_bf16_to_f32_inline(*(const uint16_t *)p); break;
     case TN_DTYPE_F32: v.re = *(const float *)p; break;
     case TN_DTYPE_F64: v.re = *(const double *)p; break;
     case TN_DTYPE_C64: v.re = ((const float *)p)[0]; v.im = ((const float *)p)[1]; break;
@@ -55,8 +56,8 @@ static inline void tn_store(void *p, tn_dtype t, tn_value v) {
     case TN_DTYPE_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)tn_value_to_i64(v); break;
     case TN_DTYPE_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)tn_value_to_i64(v); break;
     case TN_DTYPE_I64: *(int64_t *)p = tn_value_to_i64(v); break;
-    case TN_DTYPE_F16: *(uint16_t *)p = tn_f32_to_f16((float)v.re); break;
-    case TN_DTYPE_BF16: *(uint16_t *)p = tn_f32_to_bf16((float)v.re); break;
+    case TN_DTYPE_F16: *(uint16_t *)p = tn_f32_to_f16_inline((float)v.re); break;
+    case TN_DTYPE_BF16: *(uint16_t *)p = tn_f32_to_bf16_inline((float)v.re); break;
     case TN_DTYPE_F32: *(float *)p = (float)v.re; break;
     case TN_DTYPE_F64: *(double *)p = v.re; break;
     case TN_DTYPE_C64: ((float *)p)[0] = (float)v.re; ((float *)p)[1] = (float)v.im; break;

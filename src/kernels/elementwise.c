@@ -11,6 +11,7 @@
 #include "strided.h"
 #include "table.h"
 #include "tn/elementwise.h"
+#include "half.h"
 #include "tn/kernels.h"
 
 #define CHUNK 256
@@ -23,12 +24,12 @@ static inline int is_half(tn_dtype t) { return t == TN_DTYPE_F16 || t == TN_DTYP
 
 static void widen(float *dst, const uint16_t *src, int64_t stride, int64_t n, tn_dtype t) {
     for (int64_t i = 0; i < n; i++)
-        dst[i] = t == TN_DTYPE_BF16 ? tn_bf16_to_f32(src[i * stride]) : tn_f16_to_f32(src[i * stride]);
+        dst[i] = t == TN_DTYPE_BF16 ? tn_bf16_to_f32_inline(src[i * stride]) : tn_f16_to_f32_inline(src[i * stride]);
 }
 
 static void narrow(uint16_t *dst, int64_t stride, const float *src, int64_t n, tn_dtype t) {
     for (int64_t i = 0; i < n; i++)
-        dst[i * stride] = t == TN_DTYPE_BF16 ? tn_f32_to_bf16(src[i]) : tn_f32_to_f16(src[i]);
+        dst[i * stride] = t == TN_DTYPE_BF16 ? tn_f32_to_bf16_inline(src[i]) : tn_f32_to_f16_inline(src[i]);
 }
 
 /* ---- generic element paths ---- */

@@ -4,14 +4,15 @@
  * block packed into NR-wide panels), rows in blocks of MC (A's block packed, scaled by alpha,
  * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel. Edge tiles go through a
  * small buffer. Threads split the batch when it is large enough, else the larger of m and n.
- * Small m with contiguous B columns (x @ W.T with W row-major) uses dot products instead:
- * there packing would cost more than it saves. */
+ * Small m uses no packing (it would cost more than it saves): dot products when B's columns
+ * are contiguous (x @ W.T with W row-major, nn.Linear), scaled row sums when B's rows are. */
 #include <string.h>
 
 #include "elem.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/gemm.h"
+#include "half.h"
 #include "tn/kernels.h"
 
 enum { KC = 256, MC = 96, NC = 1024 };
@@ -23,8 +24,8 @@ int64_t tn_gemm_scratch_floats(void) {
 static inline float load_f32(const char *base, int64_t index, tn_dtype t) {
     switch (t) {
     case TN_DTYPE_F32: return ((const float *)base)[index];
-    case TN_DTYPE_BF16: return tn_bf16_to_f32(((const uint16_t *)base)[index]);
-    case TN_DTYPE_F16: return tn_f16_to_f32(((const uint16_t *)base)[index]);
+    case TN_DTYPE_BF16: return tn_bf16_to_f32_inline(((const uint16_t *)base)[index]);
+    case TN_DTYPE_F16: return tn_f16_to_f32_inline(((const uint16_t *)base)[index]);
     default: return (float)tn_load(base + index * tn_dtype_size(t), t).re;
     }
 }
@@ -44,6 +45,9 @@ static void pack_a(float *ap, const tn_matrix *a, const char *base, int64_t i0, 
             if (a->dtype == TN_DTYPE_F32 && a->col_stride == 1) {
                 const float *src = (const float *)base + row;
                 for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * src[p];
+            } else if (a->dtype == TN_DTYPE_BF16 && a->col_stride == 1) {
+                const uint16_t *src = (const uint16_t *)base + row;
+                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * tn_bf16_to_f32_inline(src[p]);
             } else {
                 for (int64_t p = 0; p < kc; p++)
                     dst[p * mr + r] = alpha * load_f32(base, row + p * a->col_stride, a->dtype);
@@ -67,14 +71,30 @@ static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, 
             }
             continue;
         }
+        if (b->dtype == TN_DTYPE_BF16 && b->col_stride == 1) {
+            for (int64_t p = 0; p < kc; p++) {
+                const uint16_t *src = (const uint16_t *)base + (p0 + p) * b->row_stride + col0;
+                for (int64_t c = 0; c < width; c++) dst[p * nr + c] = tn_bf16_to_f32_inline(src[c]);
+                for (int64_t c = width; c < nr; c++) dst[p * nr + c] = 0.0f;
+            }
+            continue;
+        }
         for (int64_t c = 0; c < nr; c++) {
             if (c >= width) {
                 for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = 0.0f;
                 continue;
             }
             int64_t col = (col0 + c) * b->col_stride + p0 * b->row_stride;
-            for (int64_t p = 0; p < kc; p++)
-                dst[p * nr + c] = load_f32(base, col + p * b->row_stride, b->dtype);
+            if (b->row_stride == 1 && b->dtype == TN_DTYPE_BF16) { /* W.T of a bf16 weight */
+                const uint16_t *src = (const uint16_t *)base + col;
+                for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = tn_bf16_to_f32_inline(src[p]);
+            } else if (b->row_stride == 1 && b->dtype == TN_DTYPE_F32) {
+                const float *src = (const float *)base + col;
+                for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];
+            } else {
+                for (int64_t p = 0; p < kc; p++)
+                    dst[p * nr + c] = load_f32(base, col + p * b->row_stride, b->dtype);
+            }
         }
     }
 }
@@ -129,19 +149,46 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     }
 }
 
-/* Small m, contiguous rows of A and columns of B (float32): one dot product per output. */
+/* Small m, contiguous rows of A and columns of B (both float32 or both bfloat16): one dot
+ * product per output. */
 static int dot_path(const tn_gemm *g) {
-    return g->m <= 4 && g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32 &&
-           (g->a.col_stride == 1 || g->k == 1) && (g->b.row_stride == 1 || g->k == 1);
+    int types = (g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32) ||
+                (g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16);
+    return g->m <= 4 && types && (g->a.col_stride == 1 || g->k == 1) &&
+           (g->b.row_stride == 1 || g->k == 1);
 }
 
-static void dots(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
+/* Small m, contiguous rows of A and of B (float32): rows of C as sums of scaled rows of B. */
+static int axpy_path(const tn_gemm *g) {
+    return g->m <= 4 && g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32 &&
+           g->b.col_stride == 1 && g->c.col_stride == 1;
+}
+
+static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
     const float *a = (const float *)g->a.data + batch * g->a.batch_stride;
     const float *b = (const float *)g->b.data + batch * g->b.batch_stride;
     float *c = (float *)g->c.data + batch * g->c.batch_stride;
+    for (int64_t i = 0; i < g->m; i++) {
+        float *row = c + i * g->c.row_stride;
+        for (int64_t j = j0; j < j1; j++) row[j] = g->beta == 0.0f ? 0.0f : g->beta * row[j];
+        for (int64_t p = 0; p < g->k; p++)
+            k->axpy_f32(j1 - j0, g->alpha * a[i * g->a.row_stride + p * g->a.col_stride],
+                        b + p * g->b.row_stride + j0, row + j0);
+    }
+}
+
+static void dots(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
+    int32_t es = tn_dtype_size(g->a.dtype);
+    const char *a = (const char *)g->a.data + batch * g->a.batch_stride * es;
+    const char *b = (const char *)g->b.data + batch * g->b.batch_stride * es;
+    float *c = (float *)g->c.data + batch * g->c.batch_stride;
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t j = j0; j < j1; j++) {
-            float v = g->alpha * k->dot_f32(g->k, a + i * g->a.row_stride, b + j * g->b.col_stride);
+            const char *x = a + i * g->a.row_stride * es, *y = b + j * g->b.col_stride * es;
+            float d = g->a.dtype == TN_DTYPE_F32
+                          ? k->dot_f32(g->k, (const float *)x, (const float *)y)
+                          : k->dot_bf16(g->k, (const uint16_t *)x, (const uint16_t *)y);
+            float v = g->alpha * d;
             float *out = c + i * g->c.row_stride + j * g->c.col_stride;
             *out = g->beta == 0.0f ? v : v + g->beta * *out;
         }
@@ -159,6 +206,8 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g, float *scratch, in
         for (int64_t b = first; b < last; b++) {
             if (dot_path(g))
                 dots(g, k, b, 0, g->n);
+            else if (axpy_path(g))
+                axpys(g, k, b, 0, g->n);
             else
                 block(g, k, scratch, b, 0, g->m, 0, g->n);
         }
@@ -168,6 +217,10 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g, float *scratch, in
         if (dot_path(g)) {
             tn_slice(g->n, ith, nth, &first, &last);
             dots(g, k, b, first, last);
+        } else if (axpy_path(g)) {
+            tn_slice((g->n + 15) / 16, ith, nth, &first, &last); /* whole cache lines each */
+            int64_t j1 = last * 16 < g->n ? last * 16 : g->n;
+            if (first * 16 < j1) axpys(g, k, b, first * 16, j1);
         } else if (g->n >= g->m) { /* split columns, in whole micro-tiles */
             int64_t tiles = (g->n + k->gemm_nr - 1) / k->gemm_nr;
             tn_slice(tiles, ith, nth, &first, &last);

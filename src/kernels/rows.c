@@ -1,6 +1,7 @@
 /* The float32 row kernels for one ISA variant. The Makefile compiles this file once per ISA
  * (rows_ref.o, rows_avx2.o, rows_avx512.o), each with its own flags and TN_ROWS_ISA set to
  * the variant's name, which names the install function. */
+#include "half.h"
 #include "rows_f32.h"
 #include "table.h"
 
@@ -20,7 +21,26 @@ static int unary_f32(tn_unary_op op, int64_t n, float *o, int64_t os, const floa
     return unary_f32_rows(op, n, o, os, x, xs);
 }
 
+static void axpy_f32(int64_t n, float a, const float *x, float *restrict y) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* Sixteen independent partial sums: the compiler vectorizes them without reassociating. */
+static float dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] += tn_bf16_to_f32_inline(x[i + l]) * tn_bf16_to_f32_inline(y[i + l]);
+    float total = 0.0f;
+    for (; i < n; i++) total += tn_bf16_to_f32_inline(x[i]) * tn_bf16_to_f32_inline(y[i]);
+    for (int l = 0; l < 16; l++) total += acc[l];
+    return total;
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;
     t->unary_f32 = unary_f32;
+    t->axpy_f32 = axpy_f32;
 }

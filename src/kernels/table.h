@@ -22,6 +22,10 @@ typedef struct tn_kernel_table {
     void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc);
     /* sum of x[i] * y[i] for i < n, contiguous float32 */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
+    /* the same over bfloat16 inputs, accumulated in float32 */
+    float (*dot_bf16)(int64_t n, const uint16_t *x, const uint16_t *y);
+    /* y[i] += a * x[i] for i < n, contiguous float32 */
+    void (*axpy_f32)(int64_t n, float a, const float *x, float *y);
 } tn_kernel_table;
 
 #define TN_GEMM_MAX_MR 8

@@ -89,8 +89,12 @@ void test_gemm_every_isa(void) {
         {1, 101, 9, 17, 1, 1, 1.0f, 2.0f, TN_DTYPE_F32},    /* both transposed, beta */
         {3, 10, 20, 30, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32},    /* batch */
         {1, 1, 300, 257, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32},   /* dot path: x @ W.T */
+        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_F32},    /* row path: x @ B */
+        {2, 2, 40, 9, 1, 0, 1.0f, 1.5f, TN_DTYPE_F32},      /* row path, A transposed, beta */
         {2, 3, 70, 64, 0, 1, 1.0f, 0.5f, TN_DTYPE_F32},     /* dot path, batch, beta */
         {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 inputs */
+        {1, 2, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},    /* bf16 dot path */
+        {1, 30, 45, 70, 1, 0, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16, A transposed */
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* k = 0: C = 0 */
     };
