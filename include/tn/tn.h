@@ -17,5 +17,6 @@
 #include "tn/isa.h"
 #include "tn/parallel.h"
 #include "tn/gemm.h"
+#include "tn/reduce.h"
 
 #endif

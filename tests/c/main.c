@@ -34,7 +34,9 @@ int tn_test_failures;
     X(test_parallel_pool)        \
     X(test_elementwise_launch)   \
     X(test_gemm_every_isa)       \
-    X(test_gemm_launch_bf16_output)
+    X(test_gemm_launch_bf16_output) \
+    X(test_reductions)           \
+    X(test_softmax_kernels)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

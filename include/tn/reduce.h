@@ -1,0 +1,62 @@
+/* Reductions and softmax.
+ *
+ * Reductions take the views a reduction TensorIterator produces: `out` (and `indices`) have
+ * the input's shape with stride 0 along the reduced dimensions. Sums and products of floats
+ * accumulate in double (float32 rows in float32 partial sums, then double), integers in int64
+ * with wrap-around. max/min propagate NaN; arg-ops and `indices` give the first position of
+ * the extreme (a NaN counts as the extreme) along the single reduced dimension. `scale`
+ * multiplies a sum at the end (mean passes 1/count).
+ *
+ * Softmax works along the last dimension of its views (callers move the softmax dimension
+ * there by permuting sizes and strides) and computes in float32 or float64. */
+#ifndef TN_REDUCE_H
+#define TN_REDUCE_H
+
+#include <stdint.h>
+
+#include "tn/status.h"
+#include "tn/stream.h"
+#include "tn/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tn_reduce_op {
+    TN_REDUCE_SUM,
+    TN_REDUCE_PROD,
+    TN_REDUCE_MAX,
+    TN_REDUCE_MIN,
+    TN_REDUCE_ARGMAX, /* out holds int64 positions */
+    TN_REDUCE_ARGMIN,
+    TN_REDUCE_ALL,
+    TN_REDUCE_ANY,
+    TN_REDUCE_COUNT_
+} tn_reduce_op;
+
+/* indices: NULL, or (with MAX / MIN) an int64 view shaped like out for the positions. */
+tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
+                          const tn_tensor *out, const tn_tensor *indices, const tn_tensor *in,
+                          double scale);
+void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *indices,
+                      const tn_tensor *in, double scale, int32_t ith, int32_t nth);
+
+typedef enum tn_softmax_kind {
+    TN_SOFTMAX,
+    TN_LOG_SOFTMAX,
+    TN_SOFTMAX_BACKWARD,     /* grad_in = y * (g - sum(g * y)) */
+    TN_LOG_SOFTMAX_BACKWARD  /* grad_in = g - exp(y) * sum(g) */
+} tn_softmax_kind;
+
+/* Forward: out = f(in). Backward: out = f(grad, y) with y the forward output. All views
+ * share sizes; rows run along the last dimension. */
+tn_status tn_softmax_async(tn_stream_t stream, const char *name, tn_softmax_kind kind,
+                           const tn_tensor *out, const tn_tensor *in, const tn_tensor *y);
+/* scratch: 2 * (length of the last dimension) doubles. */
+void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tensor *in,
+                       const tn_tensor *y, double *scratch, int32_t ith, int32_t nth);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,153 @@
+/* Reductions (see tn/reduce.h). The dimensions where `out` has stride 0 (and size > 1) are
+ * reduced; the others index outputs. Each thread takes a range of outputs; for each, the
+ * reduced dimensions are walked with the smallest input stride innermost. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elem.h"
+#include "half.h"
+#include "strided.h"
+#include "tn/reduce.h"
+
+typedef struct split {
+    int32_t nkept, nred;
+    int64_t kept_sizes[TN_MAX_DIMS], kept_out[TN_MAX_DIMS], kept_idx[TN_MAX_DIMS], kept_in[TN_MAX_DIMS];
+    int64_t red_sizes[TN_MAX_DIMS], red_in[TN_MAX_DIMS];
+    int64_t nout, nreduce;
+} split;
+
+static void split_dims(split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in) {
+    memset(s, 0, sizeof *s);
+    s->nout = s->nreduce = 1;
+    for (int32_t d = 0; d < in->ndim; d++) {
+        if (in->sizes[d] == 1) continue;
+        if (out->strides[d] == 0) {
+            s->red_sizes[s->nred] = in->sizes[d];
+            s->red_in[s->nred++] = in->strides[d];
+            s->nreduce *= in->sizes[d];
+        } else {
+            s->kept_sizes[s->nkept] = in->sizes[d];
+            s->kept_out[s->nkept] = out->strides[d];
+            s->kept_idx[s->nkept] = idx ? idx->strides[d] : 0;
+            s->kept_in[s->nkept++] = in->strides[d];
+            s->nout *= in->sizes[d];
+        }
+    }
+    /* innermost reduced dimension: the smallest input stride */
+    for (int32_t a = 0; a + 1 < s->nred; a++)
+        for (int32_t b = a + 1; b < s->nred; b++)
+            if (llabs(s->red_in[b]) > llabs(s->red_in[a])) {
+                int64_t t = s->red_sizes[a]; s->red_sizes[a] = s->red_sizes[b]; s->red_sizes[b] = t;
+                t = s->red_in[a]; s->red_in[a] = s->red_in[b]; s->red_in[b] = t;
+            }
+}
+
+typedef struct acc {
+    double f;     /* float accumulator / extreme */
+    int64_t i;    /* integer accumulator / extreme */
+    int64_t pos;  /* position of the extreme */
+    int started;
+} acc;
+
+static inline int is_float(tn_dtype t) {
+    return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16 || t == TN_DTYPE_F32 || t == TN_DTYPE_F64;
+}
+
+/* float32 contiguous sum with 16 partial sums (vectorizes without reassociation). */
+static double sum_f32_row(const float *x, int64_t n) {
+    float part[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) part[l] += x[i + l];
+    double total = 0;
+    for (; i < n; i++) total += x[i];
+    for (int l = 0; l < 16; l++) total += part[l];
+    return total;
+}
+
+static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
+    switch (op) {
+    case TN_REDUCE_SUM:
+        if (fl) a->f += v.re; else a->i = (int64_t)((uint64_t)a->i + (uint64_t)v.i);
+        break;
+    case TN_REDUCE_PROD:
+        if (fl) a->f *= v.re; else a->i = (int64_t)((uint64_t)a->i * (uint64_t)v.i);
+        break;
+    case TN_REDUCE_ALL: a->i = a->i && (fl ? v.re != 0 : v.i != 0); break;
+    case TN_REDUCE_ANY: a->i = a->i || (fl ? v.re != 0 : v.i != 0); break;
+    default: { /* max, min and the arg versions: keep the first extreme; NaN wins */
+        int want_max = op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX;
+        int better;
+        if (!a->started) better = 1;
+        else if (fl) {
+            if (a->f != a->f) better = 0;
+            else if (v.re != v.re) better = 1;
+            else better = want_max ? v.re > a->f : v.re < a->f;
+        } else better = want_max ? v.i > a->i : v.i < a->i;
+        if (better) {
+            a->f = v.re;
+            a->i = v.i;
+            a->pos = pos;
+            a->started = 1;
+        }
+    }
+    }
+}
+
+void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
+                      const tn_tensor *in, double scale, int32_t ith, int32_t nth) {
+    split s;
+    split_dims(&s, out, idx, in);
+    int fl = is_float(in->dtype);
+    int32_t ies = tn_dtype_size(in->dtype), oes = tn_dtype_size(out->dtype);
+    int64_t row = s.nred ? s.red_sizes[s.nred - 1] : 1, row_stride = s.nred ? s.red_in[s.nred - 1] : 0;
+    int64_t rows = row ? s.nreduce / row : 0;
+    int64_t first, last;
+    tn_slice(s.nout, ith, nth, &first, &last);
+    for (int64_t o = first; o < last; o++) {
+        int64_t off_out = 0, off_idx = 0, off_in = 0, rem = o;
+        for (int32_t d = s.nkept - 1; d >= 0; d--) {
+            int64_t k = rem % s.kept_sizes[d];
+            rem /= s.kept_sizes[d];
+            off_out += k * s.kept_out[d];
+            off_idx += k * s.kept_idx[d];
+            off_in += k * s.kept_in[d];
+        }
+        acc a = {op == TN_REDUCE_PROD ? 1.0 : 0.0, op == TN_REDUCE_PROD || op == TN_REDUCE_ALL, 0, 0};
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t base = off_in, rr = r;
+            for (int32_t d = s.nred - 2; d >= 0; d--) {
+                base += (rr % s.red_sizes[d]) * s.red_in[d];
+                rr /= s.red_sizes[d];
+            }
+            const char *p = (const char *)in->data + base * ies;
+            if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+                a.f += sum_f32_row((const float *)p, row);
+                continue;
+            }
+            for (int64_t i = 0; i < row; i++)
+                combine(op, &a, tn_load(p + i * row_stride * ies, in->dtype), fl, r * row + i);
+        }
+        tn_value v = {0, 0, 0, 0};
+        if (op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN) {
+            v.i = a.pos;
+            v.is_int = 1;
+        } else if (op == TN_REDUCE_ALL || op == TN_REDUCE_ANY || !fl) {
+            v.i = a.i;
+            v.is_int = 1;
+            if (op == TN_REDUCE_SUM && scale != 1.0) { /* mean of integers is refused upstream */
+                v.re = (double)a.i * scale;
+                v.is_int = 0;
+            }
+        } else {
+            v.re = op == TN_REDUCE_SUM ? a.f * scale : a.f;
+        }
+        if (v.is_int) v.re = (double)v.i;
+        tn_store((char *)out->data + off_out * oes, out->dtype, v);
+        if (idx) {
+            tn_value pv = {(double)a.pos, 0, a.pos, 1};
+            tn_store((char *)idx->data + off_idx * 8, TN_DTYPE_I64, pv);
+        }
+    }
+}

@@ -1,0 +1,61 @@
+/* Softmax and log-softmax, forward and backward, along the last dimension (see
+ * tn/reduce.h). Each row is read once into double scratch, so any dtype and stride works and
+ * the arithmetic is the same for all of them. */
+#include <math.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "tn/reduce.h"
+
+static int64_t row_offset(const tn_tensor *t, int64_t r) {
+    int64_t off = 0;
+    for (int32_t d = t->ndim - 2; d >= 0; d--) {
+        off += (r % t->sizes[d]) * t->strides[d];
+        r /= t->sizes[d];
+    }
+    return off;
+}
+
+static void load_row(double *dst, const tn_tensor *t, int64_t r, int64_t n) {
+    int32_t es = tn_dtype_size(t->dtype);
+    int64_t st = t->ndim ? t->strides[t->ndim - 1] : 1;
+    const char *p = (const char *)t->data + row_offset(t, r) * es;
+    for (int64_t i = 0; i < n; i++) dst[i] = tn_load(p + i * st * es, t->dtype).re;
+}
+
+void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tensor *in,
+                       const tn_tensor *y, double *scratch, int32_t ith, int32_t nth) {
+    int64_t n = out->ndim ? out->sizes[out->ndim - 1] : 1;
+    int64_t rows = n ? tn_tensor_numel(out) / n : 0, first, last;
+    int32_t oes = tn_dtype_size(out->dtype);
+    int64_t ost = out->ndim ? out->strides[out->ndim - 1] : 1;
+    /* float32 results are computed in float32 precision, as on the CPU */
+    int single = out->dtype != TN_DTYPE_F64;
+    double *x = scratch, *w = scratch + n;
+    tn_slice(rows, ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        load_row(x, in, r, n);
+        if (kind == TN_SOFTMAX || kind == TN_LOG_SOFTMAX) {
+            double mx = -INFINITY;
+            for (int64_t i = 0; i < n; i++) mx = x[i] > mx || x[i] != x[i] ? x[i] : mx;
+            double sum = 0;
+            for (int64_t i = 0; i < n; i++) {
+                w[i] = single ? (double)expf((float)(x[i] - mx)) : exp(x[i] - mx);
+                sum += w[i];
+            }
+            double lse = log(sum);
+            for (int64_t i = 0; i < n; i++) w[i] = kind == TN_SOFTMAX ? w[i] / sum : x[i] - mx - lse;
+        } else {
+            load_row(w, y, r, n); /* x: grad, w: forward output */
+            double dot = 0;
+            for (int64_t i = 0; i < n; i++) dot += kind == TN_SOFTMAX_BACKWARD ? x[i] * w[i] : x[i];
+            for (int64_t i = 0; i < n; i++)
+                w[i] = kind == TN_SOFTMAX_BACKWARD ? w[i] * (x[i] - dot) : x[i] - exp(w[i]) * dot;
+        }
+        char *o = (char *)out->data + row_offset(out, r) * oes;
+        for (int64_t i = 0; i < n; i++) {
+            tn_value v = {w[i], 0, 0, 0};
+            tn_store(o + i * ost * oes, out->dtype, v);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/* Launching reductions and softmax on a stream, split across the kernel thread pool. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tn/parallel.h"
+#include "tn/reduce.h"
+
+typedef struct reduce_task {
+    tn_reduce_op op;
+    tn_tensor out;
+    tn_tensor idx;
+    int has_idx;
+    tn_tensor in;
+    double scale;
+} reduce_task;
+
+static void reduce_slice(void *p, int32_t ith, int32_t nth) {
+    reduce_task *t = p;
+    tn_kernel_reduce(t->op, &t->out, t->has_idx ? &t->idx : NULL, &t->in, t->scale, ith, nth);
+}
+
+static tn_status run_reduce(void *p) {
+    reduce_task *t = p;
+    /* parallel over outputs: worth it when there are several and enough input */
+    int64_t outputs = tn_tensor_numel(&t->out);
+    tn_parallel_run(reduce_slice, t, outputs > 1 ? tn_tensor_numel(&t->in) : 0);
+    return TN_STATUS_OK;
+}
+
+static tn_status same_shape(const tn_tensor *a, const tn_tensor *b) {
+    if (a->ndim != b->ndim || a->ndim > TN_MAX_DIMS ||
+        memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "operands of a reduction differ in shape");
+    return TN_STATUS_OK;
+}
+
+tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
+                          const tn_tensor *out, const tn_tensor *indices, const tn_tensor *in,
+                          double scale) {
+    tn_status st = same_shape(out, in);
+    if (st == TN_STATUS_OK && indices) st = same_shape(indices, in);
+    if (st != TN_STATUS_OK) return st;
+    if (op < 0 || op >= TN_REDUCE_COUNT_) return tn_error(TN_STATUS_INVALID_ARGUMENT, "bad reduction");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    reduce_task t = {op, *out, indices ? *indices : *out, indices != NULL, *in, scale};
+    return tn_stream_launch(stream, name ? name : "reduce", run_reduce, &t, sizeof t);
+}
+
+typedef struct softmax_task {
+    tn_softmax_kind kind;
+    tn_tensor out, in, y;
+    int failed;
+} softmax_task;
+
+static _Thread_local double *row_scratch;
+static _Thread_local int64_t row_scratch_len;
+
+static void softmax_slice(void *p, int32_t ith, int32_t nth) {
+    softmax_task *t = p;
+    int64_t n = t->out.ndim ? t->out.sizes[t->out.ndim - 1] : 1;
+    if (row_scratch_len < 2 * n) {
+        double *grown = realloc(row_scratch, sizeof(double) * (size_t)(2 * n));
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        row_scratch = grown;
+        row_scratch_len = 2 * n;
+    }
+    tn_kernel_softmax(t->kind, &t->out, &t->in, &t->y, row_scratch, ith, nth);
+}
+
+static tn_status run_softmax(void *p) {
+    softmax_task *t = p;
+    tn_parallel_run(softmax_slice, t, tn_tensor_numel(&t->out));
+    return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for softmax rows")
+                     : TN_STATUS_OK;
+}
+
+tn_status tn_softmax_async(tn_stream_t stream, const char *name, tn_softmax_kind kind,
+                           const tn_tensor *out, const tn_tensor *in, const tn_tensor *y) {
+    tn_status st = same_shape(out, in);
+    if (st == TN_STATUS_OK && y) st = same_shape(out, y);
+    if (st != TN_STATUS_OK) return st;
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    softmax_task t = {kind, *out, *in, y ? *y : *in, 0};
+    return tn_stream_launch(stream, name ? name : "softmax", run_softmax, &t, sizeof t);
+}
