@@ -22,8 +22,10 @@ static void reduce_slice(void *p, int32_t ith, int32_t nth) {
 
 static tn_status run_reduce(void *p) {
     reduce_task *t = p;
-    /* parallel over outputs: worth it when there are several and enough input */
-    int64_t outputs = tn_tensor_numel(&t->out);
+    /* parallel over outputs (a full reduction runs on one thread) */
+    int64_t outputs = 1;
+    for (int32_t d = 0; d < t->out.ndim; d++)
+        if (t->out.strides[d] != 0) outputs *= t->out.sizes[d];
     tn_parallel_run(reduce_slice, t, outputs > 1 ? tn_tensor_numel(&t->in) : 0);
     return TN_STATUS_OK;
 }
@@ -42,7 +44,7 @@ tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
     if (st == TN_STATUS_OK && indices) st = same_shape(indices, in);
     if (st != TN_STATUS_OK) return st;
     if (op < 0 || op >= TN_REDUCE_COUNT_) return tn_error(TN_STATUS_INVALID_ARGUMENT, "bad reduction");
-    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    /* no early return on an empty input: a sum over an empty dimension still writes zeros */
     reduce_task t = {op, *out, indices ? *indices : *out, indices != NULL, *in, scale};
     return tn_stream_launch(stream, name ? name : "reduce", run_reduce, &t, sizeof t);
 }

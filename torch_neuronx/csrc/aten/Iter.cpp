@@ -17,8 +17,10 @@ bool supported(c10::ScalarType t) {
   }
 }
 
+} // namespace
+
 // TensorIterator lists dimensions fastest-first with byte strides; views want the opposite.
-tn_tensor view_of(const at::TensorIteratorBase& iter, int arg) {
+tn_tensor iter_view(const at::TensorIteratorBase& iter, int arg) {
   TORCH_CHECK(iter.ndim() <= TN_MAX_DIMS, "neuron elementwise ops support at most ",
               TN_MAX_DIMS, " dimensions after coalescing, got ", iter.ndim());
   tn_tensor v{};
@@ -35,6 +37,8 @@ tn_tensor view_of(const at::TensorIteratorBase& iter, int arg) {
   return v;
 }
 
+namespace {
+
 tn_input input_of(const at::TensorIteratorBase& iter, int arg) {
   tn_input in{};
   if (iter.is_cpu_scalar(arg)) {
@@ -43,7 +47,7 @@ tn_input input_of(const at::TensorIteratorBase& iter, int arg) {
     in.t.dtype = to_tn_dtype(iter.dtype(arg));
     in.value = to_tn_scalar(iter.tensor(arg).item());
   } else {
-    in.t = view_of(iter, arg);
+    in.t = iter_view(iter, arg);
   }
   return in;
 }
@@ -69,8 +73,8 @@ bool elementwise_dtypes_ok(const at::TensorIteratorBase& iter) {
 void launch_unary(const char* name, tn_unary_op op, const at::TensorIteratorBase& iter) {
   track_native(name);
   if (iter.numel() == 0) return;
-  tn_tensor out = view_of(iter, 0);
-  tn_tensor in = view_of(iter, 1);
+  tn_tensor out = iter_view(iter, 0);
+  tn_tensor in = iter_view(iter, 1);
   check(tn_unary_async(stream_of(iter), name, op, &out, &in, to_tn_dtype(iter.common_dtype())));
 }
 
@@ -78,7 +82,7 @@ void launch_binary(const char* name, tn_binary_op op, const at::TensorIteratorBa
                    const c10::Scalar& alpha) {
   track_native(name);
   if (iter.numel() == 0) return;
-  tn_tensor out = view_of(iter, 0);
+  tn_tensor out = iter_view(iter, 0);
   tn_input a = input_of(iter, 1);
   tn_input b = input_of(iter, 2);
   tn_scalar al = to_tn_scalar(alpha);

@@ -17,6 +17,9 @@ namespace torch_neuronx::ops {
 bool elementwise_dtypes_ok(std::initializer_list<c10::ScalarType> types);
 bool elementwise_dtypes_ok(const at::TensorIteratorBase& iter);
 
+// Operand `arg` of an iterator as a view (dimensions slowest-first, strides in elements).
+tn_tensor iter_view(const at::TensorIteratorBase& iter, int arg);
+
 void launch_unary(const char* name, tn_unary_op op, const at::TensorIteratorBase& iter);
 void launch_binary(const char* name, tn_binary_op op, const at::TensorIteratorBase& iter,
                    const c10::Scalar& alpha = 1);

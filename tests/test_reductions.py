@@ -1,0 +1,121 @@
+"""Reductions and softmax on neuron against the CPU."""
+import pytest
+import torch
+import torch_neuronx
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-7, atol=1e-7),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2), torch.float16: dict(rtol=1e-3, atol=1e-3)}
+FLOATS = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+
+
+def make(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.3
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    return torch.randint(0 if dtype == torch.uint8 else -20, 20, shape, generator=g, dtype=dtype)
+
+
+def check(fn, *args):
+    try:
+        expect = fn(*args)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            fn(*[a.to("neuron") if isinstance(a, torch.Tensor) else a for a in args])
+        return
+    torch_neuronx.clear_op_tracking()
+    got = fn(*[a.to("neuron") if isinstance(a, torch.Tensor) else a for a in args])
+    exp_list = expect if isinstance(expect, tuple) else (expect,)
+    got_list = got if isinstance(got, tuple) else (got,)
+    for g, e in zip(got_list, exp_list):
+        assert g.device.type == "neuron" and g.dtype == e.dtype and g.shape == e.shape
+        tol = TOL.get(e.dtype, dict(rtol=0, atol=0))
+        torch.testing.assert_close(g.cpu(), e, equal_nan=True, **tol)
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+
+
+REDUCTIONS = {
+    "sum_all": lambda x: x.sum(),
+    "sum_dim": lambda x: x.sum(1),
+    "sum_dims_keep": lambda x: x.sum((0, 2), keepdim=True),
+    "sum_neg": lambda x: x.sum(-1),
+    "amax": lambda x: x.amax(1),
+    "amin_all": lambda x: x.amin((0, 1, 2)),
+    "max_dim": lambda x: x.max(2),
+    "min_dim_keep": lambda x: x.min(0, keepdim=True),
+    "max_all": lambda x: x.max(),
+    "argmax": lambda x: x.argmax(1),
+    "argmin_flat": lambda x: x.argmin(),
+    "argmax_keep": lambda x: x.argmax(-1, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.uint8], ids=str)
+def test_reductions(name, dtype):
+    check(REDUCTIONS[name], make((4, 7, 9), dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_mean_prod_and_dtype_arguments(dtype):
+    x = make((5, 6, 7), dtype)
+    check(lambda t: t.mean(), x)
+    check(lambda t: t.mean((1, 2), keepdim=True), x)
+    check(lambda t: t.sum(1, dtype=torch.float64), x)
+    check(lambda t: t.prod(2), x * 0.5 + 1)
+    check(lambda t: t.t().sum(0) if t.dim() == 2 else t.transpose(0, 2).sum(1), x)   # strided input
+
+
+def test_integer_and_bool_reductions():
+    i = make((6, 9), torch.int32)
+    check(lambda t: t.sum(1), i)               # int64 result
+    check(lambda t: t.prod(0), i % 3 + 1)
+    check(lambda t: t.mean(), i)               # error, as on the CPU
+    b = make((6, 9), torch.bool)
+    check(lambda t: t.all(1), b)
+    check(lambda t: t.any(0), b)
+    check(lambda t: t.sum(), b)
+
+
+def test_empty_and_nan():
+    e = torch.zeros(3, 0)
+    check(lambda t: t.sum(1), e)
+    check(lambda t: t.mean(1), e)
+    check(lambda t: t.amax(1), e)              # error: reduction over an empty dim
+    check(lambda t: t.max(), torch.zeros(0))   # error
+    x = torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]])
+    check(lambda t: t.max(1), x)
+    check(lambda t: t.argmin(1), x)
+    check(lambda t: t.sum(1), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_forward_backward(dtype, dim):
+    x = make((6, 50), dtype) * 3
+    check(lambda t: torch.softmax(t, dim), x)
+    check(lambda t: torch.log_softmax(t, dim), x)
+    check(lambda t: torch.softmax(t.t(), dim), x)       # non-contiguous
+    if dtype in (torch.float32, torch.float64):
+        grads = []
+        for dev in ("cpu", "neuron"):
+            t = x.detach().to(dev).requires_grad_()
+            w = torch.arange(300.0, dtype=dtype).reshape(6, 50).to(dev)
+            (torch.softmax(t, dim) * w).sum().backward()
+            s = t.grad.clone()
+            t.grad = None
+            (torch.log_softmax(t, dim) * w).sum().backward()
+            grads.append((s.cpu(), t.grad.cpu()))
+        for a, b in zip(grads[1], grads[0]):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-3)
+
+
+def test_softmax_half_to_float_and_large_values():
+    x = make((3, 1000), torch.float32) * 50
+    check(lambda t: torch.softmax(t, -1), x)
+    h = make((3, 10), torch.bfloat16)
+    check(lambda t: torch.softmax(t, -1, dtype=torch.float32), h)
+    logits, target = make((3, 10), torch.float32), torch.tensor([1, 2, 3])
+    loss = torch.nn.functional.cross_entropy(logits.to("neuron"), target.to("neuron"))
+    torch.testing.assert_close(loss.cpu(), torch.nn.functional.cross_entropy(logits, target))

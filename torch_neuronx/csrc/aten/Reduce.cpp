@@ -1,0 +1,176 @@
+// Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any.
+// make_reduction builds the TensorIterator PyTorch's own kernels use (output shape, dtype,
+// keepdim); the C kernel reduces along the dimensions where the output has stride 0.
+#include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/ops/all.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/any.h>
+#include <ATen/ops/argmax.h>
+#include <ATen/ops/argmin.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/max.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/min.h>
+#include <ATen/ops/prod.h>
+#include <ATen/ops/sum.h>
+
+#include "aten/Iter.h"
+#include "aten/OpTracking.h"
+#include "runtime/Functions.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+
+bool reducible(c10::ScalarType t) {
+  return elementwise_dtypes_ok({t});
+}
+
+void launch(const char* name, tn_reduce_op op, const at::TensorIterator& iter, int outputs,
+            double scale = 1.0) {
+  track_native(name);
+  tn_tensor out = iter_view(iter, 0);
+  tn_tensor idx = outputs == 2 ? iter_view(iter, 1) : out;
+  tn_tensor in = iter_view(iter, outputs);
+  check(tn_reduce_async(current_stream(iter.device(0).index()), name, op, &out,
+                        outputs == 2 ? &idx : nullptr, &in, scale));
+}
+
+Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                std::optional<c10::ScalarType> dtype, Tensor& out) {
+  auto out_dtype = at::native::get_dtype_from_result(out, dtype);
+  if (!reducible(self.scalar_type()) || !reducible(out_dtype))
+    return via_fallback<at::_ops::sum_IntList_out>(self, dim, keepdim, dtype, out);
+  auto iter = at::native::make_reduction("sum", out, self, dim, keepdim, out_dtype);
+  launch("aten::sum.IntList_out", TN_REDUCE_SUM, iter, 1);
+  return out;
+}
+
+Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                 std::optional<c10::ScalarType> dtype, Tensor& out) {
+  auto out_dtype = at::native::get_dtype_from_result(out, dtype);
+  TORCH_CHECK(at::isFloatingType(out_dtype) || at::isComplexType(out_dtype),
+              "mean(): could not infer output dtype. Input dtype must be either a floating point "
+              "or complex dtype. Got: ", out_dtype);
+  if (!reducible(self.scalar_type()) || !reducible(out_dtype))
+    return via_fallback<at::_ops::mean_out>(self, dim, keepdim, dtype, out);
+  auto iter = at::native::make_reduction("mean", out, self, dim, keepdim, out_dtype);
+  double count = static_cast<double>(self.numel()) / static_cast<double>(std::max<int64_t>(out.numel(), 1));
+  launch("aten::mean.out", TN_REDUCE_SUM, iter, 1, 1.0 / count);
+  return out;
+}
+
+Tensor& prod_out(const Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                 Tensor& out) {
+  auto out_dtype = at::native::get_dtype_from_result(out, dtype);
+  if (!reducible(self.scalar_type()) || !reducible(out_dtype))
+    return via_fallback<at::_ops::prod_int_out>(self, dim, keepdim, dtype, out);
+  auto iter = at::native::make_reduction("prod", out, self, dim, keepdim, out_dtype);
+  launch("aten::prod.int_out", TN_REDUCE_PROD, iter, 1);
+  return out;
+}
+
+template <class Op, tn_reduce_op code>
+Tensor& extreme_out(const Tensor& self, at::IntArrayRef dim, bool keepdim, Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), Op::name, "(): Expected the dtype for input and out to match, but got ",
+              self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self, dim, keepdim, out);
+  if (self.numel() == 0) at::native::zero_numel_check_dims(self, dim, code == TN_REDUCE_MAX ? "amax()" : "amin()");
+  auto iter = at::native::make_reduction(code == TN_REDUCE_MAX ? "amax" : "amin", out, self, dim, keepdim,
+                                         self.scalar_type());
+  launch(op_name<Op>(), code, iter, 1);
+  return out;
+}
+
+template <class Op, tn_reduce_op code>
+std::tuple<Tensor&, Tensor&> extreme_dim_out(const Tensor& self, int64_t dim, bool keepdim,
+                                             Tensor& values, Tensor& indices) {
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self, dim, keepdim, values, indices);
+  const char* what = code == TN_REDUCE_MAX ? "max()" : "min()";
+  at::native::zero_numel_check_dims(self, dim, what);
+  auto iter = at::native::make_reduction(what, values, indices, self, dim, keepdim, self.scalar_type(),
+                                         at::kLong);
+  launch(op_name<Op>(), code, iter, 2);
+  return {values, indices};
+}
+
+template <class Op, tn_reduce_op code>
+Tensor& arg_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
+  if (!reducible(self.scalar_type()) || self.scalar_type() == at::kBool)
+    return via_fallback<Op>(self, dim, keepdim, out);
+  const char* what = code == TN_REDUCE_ARGMAX ? "argmax()" : "argmin()";
+  Tensor input = self;
+  int64_t d = 0;
+  if (dim.has_value()) {
+    d = at::maybe_wrap_dim(*dim, self.dim());
+    at::native::zero_numel_check_dims(self, d, what);
+  } else {
+    // No dim: the position in the flattened tensor; keepdim keeps every dimension as 1.
+    TORCH_CHECK(self.numel() != 0, what, ": Expected reduction dim to be specified for input.numel() == 0.");
+    input = self.reshape({-1});
+  }
+  auto iter = at::native::make_reduction(what, out, input, at::IntArrayRef(d),
+                                         dim.has_value() && keepdim, self.scalar_type(), at::kLong);
+  launch(op_name<Op>(), code, iter, 1);
+  if (!dim.has_value() && keepdim) out.resize_(std::vector<int64_t>(self.dim(), 1));
+  return out;
+}
+
+template <class Op, tn_reduce_op code>
+Tensor& logical_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, Tensor& out) {
+  if (!reducible(self.scalar_type()) || !reducible(out.scalar_type()))
+    return via_fallback<Op>(self, dim, keepdim, out);
+  auto iter = at::native::make_reduction(code == TN_REDUCE_ALL ? "all" : "any", out, self, dim, keepdim,
+                                         self.scalar_type(), out.scalar_type());
+  launch(op_name<Op>(), code, iter, 1);
+  return out;
+}
+
+template <class Op, tn_reduce_op code>
+Tensor& logical_dim_out(const Tensor& self, int64_t dim, bool keepdim, Tensor& out) {
+  if (!reducible(self.scalar_type()) || !reducible(out.scalar_type()))
+    return via_fallback<Op>(self, dim, keepdim, out);
+  auto iter = at::native::make_reduction(code == TN_REDUCE_ALL ? "all" : "any", out, self,
+                                         at::IntArrayRef(dim), keepdim, self.scalar_type(),
+                                         out.scalar_type());
+  launch(op_name<Op>(), code, iter, 1);
+  return out;
+}
+
+// max() / min() over everything
+template <class Op, tn_reduce_op code>
+Tensor full_extreme(const Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, code == TN_REDUCE_MAX ? "max" : "min",
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+              "reduction dim with the 'dim' argument.");
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self);
+  Tensor out = at::empty({}, self.options());
+  auto iter = at::native::make_reduction(code == TN_REDUCE_MAX ? "max" : "min", out, self,
+                                         at::IntArrayRef{}, false, self.scalar_type());
+  launch(op_name<Op>(), code, iter, 1);
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.IntList_out", sum_out);
+  m.impl("mean.out", mean_out);
+  m.impl("prod.int_out", prod_out);
+  m.impl("amax.out", extreme_out<at::_ops::amax_out, TN_REDUCE_MAX>);
+  m.impl("amin.out", extreme_out<at::_ops::amin_out, TN_REDUCE_MIN>);
+  m.impl("max.dim_max", extreme_dim_out<at::_ops::max_dim_max, TN_REDUCE_MAX>);
+  m.impl("min.dim_min", extreme_dim_out<at::_ops::min_dim_min, TN_REDUCE_MIN>);
+  m.impl("max", full_extreme<at::_ops::max, TN_REDUCE_MAX>);
+  m.impl("min", full_extreme<at::_ops::min, TN_REDUCE_MIN>);
+  m.impl("argmax.out", arg_out<at::_ops::argmax_out, TN_REDUCE_ARGMAX>);
+  m.impl("argmin.out", arg_out<at::_ops::argmin_out, TN_REDUCE_ARGMIN>);
+  m.impl("all.dims_out", logical_out<at::_ops::all_dims_out, TN_REDUCE_ALL>);
+  m.impl("any.dims_out", logical_out<at::_ops::any_dims_out, TN_REDUCE_ANY>);
+  m.impl("all.out", logical_dim_out<at::_ops::all_out, TN_REDUCE_ALL>);
+  m.impl("any.out", logical_dim_out<at::_ops::any_out, TN_REDUCE_ANY>);
+}
+
+} // namespace torch_neuronx::ops
