@@ -119,3 +119,16 @@ def test_softmax_half_to_float_and_large_values():
     logits, target = make((3, 10), torch.float32), torch.tensor([1, 2, 3])
     loss = torch.nn.functional.cross_entropy(logits.to("neuron"), target.to("neuron"))
     torch.testing.assert_close(loss.cpu(), torch.nn.functional.cross_entropy(logits, target))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_and_gradient(reduction):
+    x, y = make((7, 5), torch.float32, 1), make((7, 5), torch.float32, 2)
+    check(lambda a, b: torch.nn.functional.mse_loss(a, b, reduction=reduction), x, y)
+    grads = []
+    for dev in ("cpu", "neuron"):
+        t = x.detach().to(dev).requires_grad_()
+        loss = torch.nn.functional.mse_loss(t, y.to(dev), reduction=reduction)
+        (loss if loss.dim() == 0 else loss.sum()).backward()
+        grads.append(t.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])
