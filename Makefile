@@ -26,6 +26,10 @@ ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf1
 ISAS := ref avx2 avx512
 
 PER_ISA := rows gemm_ukernel
+# The row kernels' math is written as selects; these let the compiler if-convert and inline
+# it (x86 floating point does not trap; errno is never read). Not -ffast-math: results keep
+# IEEE semantics, NaN and infinities included.
+ROW_FLAGS := -fno-trapping-math -fno-math-errno
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c),$(wildcard src/runtime/*.c src/kernels/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o))
 TEST_SRCS := $(wildcard tests/c/*.c)
@@ -50,10 +54,10 @@ build/rel/%.o: %.c
 define per_isa_rule
 build/rel/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_REL) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
+	$$(CC) $$(CFLAGS_REL) $$(ROW_FLAGS) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
 build/san/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_SAN) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
+	$$(CC) $$(CFLAGS_SAN) $$(ROW_FLAGS) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
 endef
 $(foreach f,$(PER_ISA),$(foreach i,$(ISAS),$(eval $(call per_isa_rule,$(f),$(i)))))
 

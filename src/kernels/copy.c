@@ -20,12 +20,13 @@ void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int
     tn_walk w;
     tn_walk_init(&w, views, 2);
     int32_t des = tn_dtype_size(dst->dtype), ses = tn_dtype_size(src->dtype);
-    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t first, last, e0, e1;
     int64_t dstep = w.strides[0][w.ndim - 1], sstep = w.strides[1][w.ndim - 1];
-    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
+    int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
-        char *d = (char *)dst->data + tn_walk_row_offset(&w, 0, r) * des;
-        const char *s = (const char *)src->data + tn_walk_row_offset(&w, 1, r) * ses;
+        char *d = (char *)dst->data + (tn_walk_row_offset(&w, 0, r) + e0 * dstep) * des;
+        const char *s = (const char *)src->data + (tn_walk_row_offset(&w, 1, r) + e0 * sstep) * ses;
         if (dst->dtype == src->dtype) {
             move_row(d, dstep, s, sstep, n, des);
             continue;

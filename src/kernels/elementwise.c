@@ -239,15 +239,16 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
     const tn_tensor *views[2] = {out, in};
     tn_walk w;
     tn_walk_init(&w, views, 2);
-    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t first, last, e0, e1;
     int64_t os = w.strides[0][w.ndim - 1], xs = w.strides[1][w.ndim - 1];
     int32_t oes = tn_dtype_size(out->dtype), xes = tn_dtype_size(in->dtype);
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == in->dtype && in->dtype == compute;
-    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
+    int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
-        char *o = (char *)out->data + tn_walk_row_offset(&w, 0, r) * oes;
-        const char *x = (const char *)in->data + tn_walk_row_offset(&w, 1, r) * xes;
+        char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
+        const char *x = (const char *)in->data + (tn_walk_row_offset(&w, 1, r) + e0 * xs) * xes;
         if (same && compute == TN_DTYPE_F32 && k->unary_f32(op, n, (float *)o, os, (const float *)x, xs))
             continue;
         if (same && is_half(compute)) {
@@ -277,7 +278,7 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     const tn_tensor *views[3] = {out, a, b};
     tn_walk w;
     tn_walk_init(&w, views, 3);
-    int64_t n = w.sizes[w.ndim - 1], first, last;
+    int64_t first, last, e0, e1;
     int64_t os = w.strides[0][w.ndim - 1], as = w.strides[1][w.ndim - 1],
             bs = w.strides[2][w.ndim - 1];
     int32_t oes = tn_dtype_size(out->dtype), aes = tn_dtype_size(a->dtype),
@@ -286,11 +287,12 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
     float alpha_f = alpha->kind == TN_SCALAR_KIND_FLOAT ? (float)alpha->f : (float)alpha->i;
     int zero_div = 0;
-    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
+    int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
-        char *o = (char *)out->data + tn_walk_row_offset(&w, 0, r) * oes;
-        const char *pa = (const char *)a->data + tn_walk_row_offset(&w, 1, r) * aes;
-        const char *pb = (const char *)b->data + tn_walk_row_offset(&w, 2, r) * bes;
+        char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
+        const char *pa = (const char *)a->data + (tn_walk_row_offset(&w, 1, r) + e0 * as) * aes;
+        const char *pb = (const char *)b->data + (tn_walk_row_offset(&w, 2, r) + e0 * bs) * bes;
         if (same && compute == TN_DTYPE_F32 &&
             k->binary_f32(op, n, (float *)o, os, (const float *)pa, as, (const float *)pb, bs, alpha_f))
             continue;

@@ -17,10 +17,11 @@ void tn_kernel_fill(const tn_tensor *dst, const tn_scalar *value, int32_t ith, i
     const tn_tensor *views[1] = {dst};
     tn_walk w;
     tn_walk_init(&w, views, 1);
-    int64_t n = w.sizes[w.ndim - 1], step = w.strides[0][w.ndim - 1], first, last;
-    tn_slice(tn_walk_rows(&w), ith, nth, &first, &last);
+    int64_t step = w.strides[0][w.ndim - 1], first, last, e0, e1;
+    tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
+    int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
-        char *d = (char *)dst->data + tn_walk_row_offset(&w, 0, r) * es;
+        char *d = (char *)dst->data + (tn_walk_row_offset(&w, 0, r) + e0 * step) * es;
         for (int64_t i = 0; i < n; i++) memcpy(d + i * step * es, bytes, (size_t)es);
     }
 }

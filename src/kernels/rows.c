@@ -38,7 +38,44 @@ static float dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
     return total;
 }
 
+/* Three passes (max, exponentials and their sum, scale), each vectorized; 16 partial sums
+ * and maxima keep the reductions vectorizable without reassociation. */
+static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
+    float m16[16], s16[16];
+    for (int l = 0; l < 16; l++) m16[l] = -INFINITY, s16[l] = 0.0f;
+    int64_t i = 0;
+    int nan = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
+    float mx = -INFINITY;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int l = 0; l < 16; l++) mx = m16[l] > mx ? m16[l] : mx;
+    for (int64_t j = 0; j < n; j++) nan |= x[j] != x[j];
+    if (nan) mx = NAN;
+    for (i = 0; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            float e = tn_expf(x[i + l] - mx);
+            if (!log) y[i + l] = e;
+            s16[l] += e;
+        }
+    double sum = 0;
+    for (; i < n; i++) {
+        float e = tn_expf(x[i] - mx);
+        if (!log) y[i] = e;
+        sum += e;
+    }
+    for (int l = 0; l < 16; l++) sum += s16[l];
+    if (log) {
+        float shift = mx + (float)logf((float)sum);
+        for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
+    } else {
+        float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < n; j++) y[j] *= inv;
+    }
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->softmax_f32 = softmax_f32;
     t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;
     t->unary_f32 = unary_f32;

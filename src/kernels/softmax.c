@@ -5,6 +5,7 @@
 
 #include "elem.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/reduce.h"
 
 static int64_t row_offset(const tn_tensor *t, int64_t r) {
@@ -32,8 +33,16 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
     /* float32 results are computed in float32 precision, as on the CPU */
     int single = out->dtype != TN_DTYPE_F64;
     double *x = scratch, *w = scratch + n;
+    const tn_kernel_table *k = tn_kernels();
+    int fast = (kind == TN_SOFTMAX || kind == TN_LOG_SOFTMAX) && out->dtype == TN_DTYPE_F32 &&
+               in->dtype == TN_DTYPE_F32 && ost == 1 && (in->ndim == 0 || in->strides[in->ndim - 1] == 1);
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
+        if (fast) {
+            k->softmax_f32(n, (const float *)in->data + row_offset(in, r),
+                           (float *)out->data + row_offset(out, r), kind == TN_LOG_SOFTMAX);
+            continue;
+        }
         load_row(x, in, r, n);
         if (kind == TN_SOFTMAX || kind == TN_LOG_SOFTMAX) {
             double mx = -INFINITY;

@@ -68,4 +68,20 @@ static inline void tn_slice(int64_t n, int32_t ith, int32_t nth, int64_t *first,
     *last = *first + per < n ? *first + per : n;
 }
 
+/* A thread's part of a walk: rows [*r0, *r1) and, of each, elements [*e0, *e1). Many rows are
+ * split by row; fewer rows than threads (a dense tensor is one row) split each row. */
+static inline void tn_walk_slice(const tn_walk *w, int32_t ith, int32_t nth, int64_t *r0,
+                                 int64_t *r1, int64_t *e0, int64_t *e1) {
+    int64_t rows = tn_walk_rows(w), n = w->sizes[w->ndim - 1];
+    if (rows >= nth) {
+        tn_slice(rows, ith, nth, r0, r1);
+        *e0 = 0;
+        *e1 = n;
+    } else {
+        *r0 = 0;
+        *r1 = rows;
+        tn_slice(n, ith, nth, e0, e1);
+    }
+}
+
 #endif

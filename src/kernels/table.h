@@ -24,6 +24,8 @@ typedef struct tn_kernel_table {
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     /* the same over bfloat16 inputs, accumulated in float32 */
     float (*dot_bf16)(int64_t n, const uint16_t *x, const uint16_t *y);
+    /* softmax (log_softmax when `log`) of a contiguous float32 row */
+    void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* y[i] += a * x[i] for i < n, contiguous float32 */
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y);
 } tn_kernel_table;

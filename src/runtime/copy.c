@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "tn/copy.h"
 #include "tn/kernels.h"
+#include "tn/parallel.h"
 
 typedef struct copy_task {
     tn_tensor dst;
@@ -12,9 +13,14 @@ typedef struct copy_task {
     void *staging; /* owned by the task */
 } copy_task;
 
+static void copy_slice(void *p, int32_t ith, int32_t nth) {
+    copy_task *t = p;
+    tn_kernel_copy(&t->dst, &t->src, ith, nth);
+}
+
 static tn_status run_copy(void *p) {
     copy_task *t = p;
-    tn_kernel_copy(&t->dst, &t->src, 0, 1);
+    tn_parallel_run(copy_slice, t, tn_tensor_numel(&t->dst));
     free(t->staging);
     return TN_STATUS_OK;
 }
@@ -101,9 +107,14 @@ typedef struct fill_task {
     tn_scalar value;
 } fill_task;
 
+static void fill_slice(void *p, int32_t ith, int32_t nth) {
+    fill_task *t = p;
+    tn_kernel_fill(&t->dst, &t->value, ith, nth);
+}
+
 static tn_status run_fill(void *p) {
     fill_task *t = p;
-    tn_kernel_fill(&t->dst, &t->value, 0, 1);
+    tn_parallel_run(fill_slice, t, tn_tensor_numel(&t->dst));
     return TN_STATUS_OK;
 }
 

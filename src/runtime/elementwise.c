@@ -86,6 +86,10 @@ static void bind_scalar(tn_input *in, unsigned char *storage, const tn_tensor *o
 
 static tn_status run_binary(void *p) {
     binary_task *t = p;
+    /* a scalar joins the computation in the compute dtype (as PyTorch converts it), which
+     * also lets same-dtype operands take the fast rows */
+    if (t->a.scalar) t->a.t.dtype = t->compute;
+    if (t->b.scalar) t->b.t.dtype = t->compute;
     bind_scalar(&t->a, t->scalars[0], &t->out);
     bind_scalar(&t->b, t->scalars[1], &t->out);
     tn_parallel_run(binary_slice, t, tn_tensor_numel(&t->out));

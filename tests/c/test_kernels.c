@@ -60,6 +60,14 @@ void test_copy_kernel(void) {
     tn_tensor ds = {.data = small, .dtype = TN_DTYPE_I8, .ndim = 1, .sizes = {2}, .strides = {1}};
     tn_kernel_copy(&ds, &sb, 0, 1);
     CHECK(small[0] == 44 && small[1] == 127);
+    /* one long row split across "threads" by elements, with a cast */
+    static float longsrc[1001];
+    static double longdst[1001];
+    for (int i = 0; i < 1001; i++) longsrc[i] = (float)i;
+    tn_tensor ls = {.data = longsrc, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {1001}, .strides = {1}};
+    tn_tensor ld = {.data = longdst, .dtype = TN_DTYPE_F64, .ndim = 1, .sizes = {1001}, .strides = {1}};
+    for (int k = 0; k < 3; k++) tn_kernel_copy(&ld, &ls, k, 3);
+    for (int i = 0; i < 1001; i++) CHECK(longdst[i] == (double)i);
     /* a 0-dim view */
     double x = 2.5, y = 0;
     tn_tensor sx = {.data = &x, .dtype = TN_DTYPE_F64, .ndim = 0};

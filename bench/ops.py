@@ -1,0 +1,80 @@
+"""Elementwise, reduction and softmax throughput, neuron vs the CPU, and per-op launch cost.
+
+    python bench/ops.py [--sizes 1,16,64] [--repeat 5]
+
+For each op and size (millions of float32 elements): effective GB/s (bytes read + written per
+second) on neuron and on the CPU with the same threads, their ratio, and neuron as a fraction
+of the measured copy bandwidth (a software device's ceiling). Then the launch overhead of tiny
+ops in us/op, neuron vs CPU eager. neuron is timed as a device: launches, then synchronize.
+"""
+import argparse
+import os
+import time
+
+import torch
+
+
+def best(fn, repeat):
+    fn()
+    t_best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        t_best = min(t_best, time.perf_counter() - t)
+    return t_best
+
+
+OPS = {
+    # name: (fn, bytes moved per element in units of 4 bytes: reads + writes)
+    "copy": (lambda x, y: y.copy_(x), 2),
+    "add": (lambda x, y: torch.add(x, x, out=y), 3),
+    "mul_scalar": (lambda x, y: torch.mul(x, 1.5, out=y), 2),
+    "exp": (lambda x, y: torch.exp(x, out=y), 2),
+    "silu": (lambda x, y: torch.nn.functional.silu(x), 2),
+    "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
+    "sum": (lambda x, y: x.sum(), 1),
+    "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
+    "softmax_rows": (lambda x, y: torch.softmax(x.view(-1, 1000), -1), 2),
+}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="1,16,64", help="millions of elements")
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args()
+    from torch_neuronx import _C
+
+    print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads;"
+          f" neuron kernels: {_C._isa()}")
+    print(f"{'op':>13} {'Melem':>6}  {'neuron GB/s':>11} {'cpu GB/s':>9}  {'ratio':>6}  {'of copy bw':>10}")
+    for mel in (int(s) for s in args.sizes.split(",")):
+        n = mel * 1_000_000
+        xc, yc = torch.randn(n), torch.empty(n)
+        xd, yd = xc.to("neuron"), torch.empty(n, device="neuron")
+        copy_bw = None
+        for name, (fn, words) in OPS.items():
+            t_dev = best(lambda: (fn(xd, yd), torch.neuron.synchronize()), args.repeat)
+            t_cpu = best(lambda: fn(xc, yc), args.repeat)
+            gb = n * 4 * words / 1e9
+            bw_dev, bw_cpu = gb / t_dev, gb / t_cpu
+            if name == "copy":
+                copy_bw = bw_cpu
+            print(f"{name:>13} {mel:>6}  {bw_dev:>11.2f} {bw_cpu:>9.2f}  {bw_dev / bw_cpu:>5.2f}x  "
+                  f"{bw_dev / copy_bw:>9.0%}")
+
+    tiny_d, tiny_c = torch.ones(8, device="neuron"), torch.ones(8)
+    ops = 2000
+
+    def launches(t):
+        for _ in range(ops):
+            torch.add(t, t, out=t)
+
+    t_dev = best(lambda: (launches(tiny_d), torch.neuron.synchronize()), 5) / ops * 1e6
+    t_cpu = best(lambda: launches(tiny_c), 5) / ops * 1e6
+    print(f"\nlaunch overhead (tiny add, out=): neuron {t_dev:.2f} us/op, cpu {t_cpu:.2f} us/op, "
+          f"ratio {t_dev / t_cpu:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
