@@ -18,5 +18,7 @@
 #include "tn/parallel.h"
 #include "tn/gemm.h"
 #include "tn/reduce.h"
+#include "tn/index.h"
+#include "tn/norm.h"
 
 #endif

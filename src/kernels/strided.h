@@ -9,7 +9,7 @@
 
 #include "tn/tensor.h"
 
-#define TN_WALK_MAX_VIEWS 3
+#define TN_WALK_MAX_VIEWS 4
 
 typedef struct tn_walk {
     int32_t ndim; /* >= 1 after coalescing */

@@ -36,7 +36,9 @@ int tn_test_failures;
     X(test_gemm_every_isa)       \
     X(test_gemm_launch_bf16_output) \
     X(test_reductions)           \
-    X(test_softmax_kernels)
+    X(test_softmax_kernels)      \
+    X(test_index_select_and_where) \
+    X(test_layer_norm_kernel)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

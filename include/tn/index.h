@@ -1,0 +1,36 @@
+/* Indexing and selection: index_select (embedding lookups) and where.
+ *
+ * index_select: out's slice i along `dim` is in's slice index[i]; index is a 1-D int64 or
+ * int32 view; out and in share their dtype and all sizes but `dim`. An index outside
+ * [0, size) fails with TN_STATUS_INVALID_ARGUMENT ("index out of range in self") at the
+ * next synchronisation, as an asynchronous device reports it.
+ * where: out = cond ? a : b over views of out's shape (broadcast inputs have stride 0); cond
+ * is bool, a, b and out share a dtype. */
+#ifndef TN_INDEX_H
+#define TN_INDEX_H
+
+#include <stdint.h>
+
+#include "tn/status.h"
+#include "tn/stream.h"
+#include "tn/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+tn_status tn_index_select_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                                const tn_tensor *in, int32_t dim, const tn_tensor *index);
+/* Returns TN_STATUS_INVALID_ARGUMENT if an index of this thread's share is out of range. */
+tn_status tn_kernel_index_select(const tn_tensor *out, const tn_tensor *in, int32_t dim,
+                                 const tn_tensor *index, int32_t ith, int32_t nth);
+
+tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                         const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b);
+void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,
+                     const tn_tensor *b, int32_t ith, int32_t nth);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,59 @@
+/* index_select and where (see tn/index.h). */
+#include <string.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "tn/index.h"
+#include "tn/kernels.h"
+
+/* The view without dimension `dim`, starting at slice `i` of it. */
+static tn_tensor drop_dim(const tn_tensor *t, int32_t dim, int64_t i) {
+    tn_tensor v = *t;
+    v.data = (char *)t->data + i * t->strides[dim] * tn_dtype_size(t->dtype);
+    for (int32_t d = dim; d + 1 < t->ndim; d++) {
+        v.sizes[d] = t->sizes[d + 1];
+        v.strides[d] = t->strides[d + 1];
+    }
+    v.ndim = t->ndim - 1;
+    return v;
+}
+
+tn_status tn_kernel_index_select(const tn_tensor *out, const tn_tensor *in, int32_t dim,
+                                 const tn_tensor *index, int32_t ith, int32_t nth) {
+    int64_t count = index->ndim ? index->sizes[0] : 1, first, last;
+    int64_t istride = index->ndim ? index->strides[0] : 0, size = in->sizes[dim];
+    tn_status st = TN_STATUS_OK;
+    tn_slice(count, ith, nth, &first, &last);
+    for (int64_t i = first; i < last; i++) {
+        int64_t k = index->dtype == TN_DTYPE_I32 ? ((const int32_t *)index->data)[i * istride]
+                                                 : ((const int64_t *)index->data)[i * istride];
+        if (k < 0 || k >= size) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        tn_tensor dst = drop_dim(out, dim, i), src = drop_dim(in, dim, k);
+        tn_kernel_copy(&dst, &src, 0, 1);
+    }
+    return st;
+}
+
+void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,
+                     const tn_tensor *b, int32_t ith, int32_t nth) {
+    /* same dtype for out, a, b: a select moves element bytes */
+    const tn_tensor *views[4] = {out, cond, a, b};
+    tn_walk w;
+    tn_walk_init(&w, views, 4);
+    int32_t es = tn_dtype_size(out->dtype);
+    int64_t first, last, e0, e1;
+    int64_t os = w.strides[0][w.ndim - 1], cs = w.strides[1][w.ndim - 1],
+            as = w.strides[2][w.ndim - 1], bs = w.strides[3][w.ndim - 1];
+    tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
+    for (int64_t r = first; r < last; r++) {
+        char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * es;
+        const uint8_t *c = (const uint8_t *)cond->data + tn_walk_row_offset(&w, 1, r) + e0 * cs;
+        const char *pa = (const char *)a->data + (tn_walk_row_offset(&w, 2, r) + e0 * as) * es;
+        const char *pb = (const char *)b->data + (tn_walk_row_offset(&w, 3, r) + e0 * bs) * es;
+        for (int64_t i = 0; i < e1 - e0; i++)
+            memcpy(o + i * os * es, c[i * cs] ? pa + i * as * es : pb + i * bs * es, (size_t)es);
+    }
+}

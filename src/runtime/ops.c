@@ -1,0 +1,93 @@
+/* Launching index_select, where and layer norm on a stream, split across the thread pool. */
+#include <string.h>
+
+#include "internal.h"
+#include "tn/index.h"
+#include "tn/norm.h"
+#include "tn/parallel.h"
+
+typedef struct index_task {
+    tn_tensor out, in, index;
+    int32_t dim;
+    int bad;
+} index_task;
+
+static void index_slice(void *p, int32_t ith, int32_t nth) {
+    index_task *t = p;
+    if (tn_kernel_index_select(&t->out, &t->in, t->dim, &t->index, ith, nth) != TN_STATUS_OK)
+        t->bad = 1;
+}
+
+static tn_status run_index(void *p) {
+    index_task *t = p;
+    tn_parallel_run(index_slice, t, tn_tensor_numel(&t->out));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "index out of range in self") : TN_STATUS_OK;
+}
+
+tn_status tn_index_select_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                                const tn_tensor *in, int32_t dim, const tn_tensor *index) {
+    if (in->ndim != out->ndim || dim < 0 || dim >= in->ndim || index->ndim > 1 ||
+        (index->dtype != TN_DTYPE_I64 && index->dtype != TN_DTYPE_I32) || in->dtype != out->dtype)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "index_select: bad operands");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    index_task t = {*out, *in, *index, dim, 0};
+    return tn_stream_launch(stream, name ? name : "index_select", run_index, &t, sizeof t);
+}
+
+typedef struct where_task {
+    tn_tensor out, cond, a, b;
+} where_task;
+
+static void where_slice(void *p, int32_t ith, int32_t nth) {
+    where_task *t = p;
+    tn_kernel_where(&t->out, &t->cond, &t->a, &t->b, ith, nth);
+}
+
+static tn_status run_where(void *p) {
+    tn_parallel_run(where_slice, p, tn_tensor_numel(&((where_task *)p)->out));
+    return TN_STATUS_OK;
+}
+
+tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                         const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b) {
+    const tn_tensor *v[3] = {cond, a, b};
+    for (int i = 0; i < 3; i++)
+        if (v[i]->ndim != out->ndim || memcmp(v[i]->sizes, out->sizes, sizeof(int64_t) * (size_t)out->ndim))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "where: operands differ in shape");
+    if (cond->dtype != TN_DTYPE_BOOL || a->dtype != out->dtype || b->dtype != out->dtype)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "where: bool condition and one value dtype expected");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    where_task t = {*out, *cond, *a, *b};
+    return tn_stream_launch(stream, name ? name : "where", run_where, &t, sizeof t);
+}
+
+typedef struct norm_task {
+    tn_layer_norm ln;
+    int backward;
+} norm_task;
+
+static void norm_slice(void *p, int32_t ith, int32_t nth) {
+    norm_task *t = p;
+    tn_kernel_layer_norm(&t->ln, t->backward, ith, nth);
+}
+
+static tn_status run_norm(void *p) {
+    norm_task *t = p;
+    tn_parallel_run(norm_slice, t, t->ln.rows * t->ln.n);
+    return TN_STATUS_OK;
+}
+
+static tn_status launch_norm(tn_stream_t stream, const char *name, const tn_layer_norm *ln, int backward) {
+    if (ln->rows < 0 || ln->n < 0) return tn_error(TN_STATUS_INVALID_ARGUMENT, "layer_norm: bad shape");
+    if (ln->rows == 0) return TN_STATUS_OK;
+    norm_task t = {*ln, backward};
+    return tn_stream_launch(stream, name ? name : "layer_norm", run_norm, &t, sizeof t);
+}
+
+tn_status tn_layer_norm_async(tn_stream_t stream, const char *name, const tn_layer_norm *ln) {
+    return launch_norm(stream, name, ln, 0);
+}
+
+tn_status tn_layer_norm_backward_async(tn_stream_t stream, const char *name, const tn_layer_norm *ln) {
+    return launch_norm(stream, name, ln, 1);
+}

@@ -1,0 +1,74 @@
+/* index_select, where and layer norm kernels. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+void test_index_select_and_where(void) {
+    float table[4][3] = {{0, 1, 2}, {10, 11, 12}, {20, 21, 22}, {30, 31, 32}};
+    int64_t idx[3] = {3, 0, 3};
+    float out[3][3];
+    tn_tensor tin = {.data = table, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {4, 3}, .strides = {3, 1}};
+    tn_tensor tout = {.data = out, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 3}, .strides = {3, 1}};
+    tn_tensor tidx = {.data = idx, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {3}, .strides = {1}};
+    CHECK_OK(tn_kernel_index_select(&tout, &tin, 0, &tidx, 0, 1));
+    CHECK(out[0][2] == 32 && out[1][0] == 0 && out[2][1] == 31);
+    int64_t neg[1] = {-1};
+    tn_tensor tneg = {.data = neg, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {1}, .strides = {1}};
+    tn_tensor one = tout;
+    one.sizes[0] = 1;
+    CHECK(tn_kernel_index_select(&one, &tin, 0, &tneg, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+    /* along dim 1 (columns) */
+    int32_t cols[2] = {2, 2};
+    float o2[4][2];
+    tn_tensor tcols = {.data = cols, .dtype = TN_DTYPE_I32, .ndim = 1, .sizes = {2}, .strides = {1}};
+    tn_tensor to2 = {.data = o2, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {4, 2}, .strides = {2, 1}};
+    CHECK_OK(tn_kernel_index_select(&to2, &tin, 1, &tcols, 0, 1));
+    CHECK(o2[3][0] == 32 && o2[1][1] == 12);
+    int64_t bad[1] = {4};
+    tn_tensor tbad = {.data = bad, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {1}, .strides = {1}};
+    tout.sizes[0] = 1;
+    CHECK(tn_kernel_index_select(&tout, &tin, 0, &tbad, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    CHECK_OK(tn_index_select_async(s, "aten::index_select.out", &tout, &tin, 0, &tbad));
+    CHECK(tn_stream_synchronize(s) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(tn_last_error(), "index out of range in self") != NULL);
+    /* where with a broadcast condition row */
+    uint8_t cond[3] = {1, 0, 1};
+    int16_t a[2][3] = {{1, 2, 3}, {4, 5, 6}}, b = -1, w[2][3];
+    tn_tensor tc = {.data = cond, .dtype = TN_DTYPE_BOOL, .ndim = 2, .sizes = {2, 3}, .strides = {0, 1}};
+    tn_tensor ta = {.data = a, .dtype = TN_DTYPE_I16, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+    tn_tensor tb = {.data = &b, .dtype = TN_DTYPE_I16, .ndim = 2, .sizes = {2, 3}, .strides = {0, 0}};
+    tn_tensor tw = {.data = w, .dtype = TN_DTYPE_I16, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+    tn_kernel_where(&tw, &tc, &ta, &tb, 0, 1);
+    CHECK(w[0][0] == 1 && w[0][1] == -1 && w[1][2] == 6 && w[1][1] == -1);
+}
+
+void test_layer_norm_kernel(void) {
+    float x[2][4] = {{1, 2, 3, 4}, {-1, -1, -1, -1}}, y[2][4], mean[2], rstd[2];
+    float wt[4] = {1, 2, 1, 1}, bias[4] = {0, 0, 1, 0};
+    tn_layer_norm ln = {2, 4, TN_DTYPE_F32, 1e-5, x, y, NULL, wt, bias, mean, rstd};
+    tn_kernel_layer_norm(&ln, 0, 0, 1);
+    double r = 1.0 / sqrt(1.25 + 1e-5);
+    CHECK(fabsf(mean[0] - 2.5f) < 1e-6f && fabs(rstd[0] - r) < 1e-5);
+    CHECK(fabs(y[0][1] - (2 - 2.5) * r * 2) < 1e-5 && fabs(y[0][2] - ((3 - 2.5) * r + 1)) < 1e-5);
+    CHECK(y[1][0] == 0.0f && y[1][2] == 1.0f); /* constant row: xhat = 0 */
+    /* input gradient against a finite difference of sum(g * y) */
+    float g[2][4] = {{0.3f, -1, 2, 0.5f}, {1, 1, 1, 1}}, dx[2][4];
+    tn_layer_norm back = {2, 4, TN_DTYPE_F32, 1e-5, x, dx, g, wt, bias, mean, rstd};
+    tn_kernel_layer_norm(&back, 1, 0, 1);
+    for (int i = 0; i < 4; i++) {
+        double h = 1e-3, f[2];
+        for (int sgn = 0; sgn < 2; sgn++) {
+            double xs[4], m = 0, v = 0;
+            for (int j = 0; j < 4; j++) xs[j] = x[0][j] + (j == i ? (sgn ? h : -h) : 0);
+            for (int j = 0; j < 4; j++) m += xs[j] / 4;
+            for (int j = 0; j < 4; j++) v += (xs[j] - m) * (xs[j] - m) / 4;
+            f[sgn] = 0;
+            for (int j = 0; j < 4; j++) f[sgn] += g[0][j] * ((xs[j] - m) / sqrt(v + 1e-5) * wt[j] + bias[j]);
+        }
+        CHECK(fabs(dx[0][i] - (f[1] - f[0]) / (2 * h)) < 1e-3);
+    }
+}

@@ -1,0 +1,113 @@
+"""index_select / embedding, where / masked_fill, cat and layer norm against the CPU."""
+import pytest
+import torch
+import torch_neuronx
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-7, atol=1e-7),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=2e-2), torch.float16: dict(rtol=1e-3, atol=2e-3)}
+
+
+def on(t):
+    return t.to("neuron")
+
+
+def native(fn):
+    torch_neuronx.clear_op_tracking()
+    out = fn()
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_index_select_and_embedding(dtype):
+    table = torch.arange(60).reshape(12, 5).to(dtype)
+    idx = torch.tensor([3, 0, 11, 3, 7])
+    got = native(lambda: torch.index_select(on(table), 0, on(idx)))
+    torch.testing.assert_close(got.cpu(), torch.index_select(table, 0, idx))
+    cols = torch.tensor([4, 1], dtype=torch.int32)
+    torch.testing.assert_close(torch.index_select(on(table), 1, on(cols)).cpu(), torch.index_select(table, 1, cols))
+    if dtype.is_floating_point:
+        emb = torch.nn.Embedding(12, 5).to(dtype)
+        tokens = torch.tensor([[1, 2, 3], [11, 0, 0]])
+        dev_emb = on(__import__("copy").deepcopy(emb))
+        got = native(lambda: dev_emb(on(tokens)))
+        torch.testing.assert_close(got.cpu(), emb(tokens))
+
+
+def test_index_out_of_range_raises_at_sync():
+    table = on(torch.zeros(4, 3))
+    with pytest.raises(RuntimeError, match="index out of range in self"):
+        torch.index_select(table, 0, on(torch.tensor([1, 4]))).cpu()
+    with pytest.raises(RuntimeError, match="index out of range in self"):
+        torch.index_select(table, 0, on(torch.tensor([-1]))).cpu()   # negative: refused, as on the CPU
+    torch.neuron.synchronize()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=str)
+def test_where_and_masked_fill(dtype):
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(4, 6, generator=g) * 5).to(dtype)
+    b = (torch.randn(4, 6, generator=g) * 5).to(dtype)
+    cond = torch.rand(4, 6, generator=g) > 0.5
+    got = native(lambda: torch.where(on(cond), on(a), on(b)))
+    torch.testing.assert_close(got.cpu(), torch.where(cond, a, b))
+    row = cond[0]
+    torch.testing.assert_close(torch.where(on(row), on(a), on(b)[:1]).cpu(), torch.where(row, a, b[:1]))
+    if dtype != torch.bool:
+        torch.testing.assert_close(torch.where(on(cond), on(a), 0).cpu(), torch.where(cond, a, 0))
+        x = on(a.clone())
+        native(lambda: x.masked_fill_(on(row), -7))
+        torch.testing.assert_close(x.cpu(), a.clone().masked_fill_(row, -7))
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    scores = torch.randn(2, 5, 5, generator=g)
+    torch.testing.assert_close(on(scores).masked_fill(on(causal), float("-inf")).cpu(),
+                               scores.masked_fill(causal, float("-inf")))
+    with pytest.raises(RuntimeError, match="boolean"):
+        torch.where(on(torch.ones(3)), on(torch.ones(3)), on(torch.ones(3)))
+
+
+def test_cat():
+    parts = [torch.randn(2, 3), torch.randn(4, 3), torch.randn(1, 3)]
+    got = native(lambda: torch.cat([on(p) for p in parts]))
+    torch.testing.assert_close(got.cpu(), torch.cat(parts))
+    cols = [torch.randn(3, 1), torch.randn(3, 2).t().contiguous().t()]
+    torch.testing.assert_close(torch.cat([on(c) for c in cols], 1).cpu(), torch.cat(cols, 1))
+    mixed = [torch.randn(2, 2), torch.ones(2, 2, dtype=torch.bfloat16)]
+    torch.testing.assert_close(torch.cat([on(m) for m in mixed]).cpu(), torch.cat(mixed))
+    torch.testing.assert_close(torch.stack([on(p) for p in parts[:1] * 3]).cpu(), torch.stack(parts[:1] * 3))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([on(torch.ones(2, 3)), on(torch.ones(2, 4))])
+    with pytest.raises(ValueError, match="non-empty list"):
+        torch.cat([])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_layer_norm_forward_backward(dtype):
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(3, 5, 16, generator=g) * 2 + 1).to(dtype)
+    ln = torch.nn.LayerNorm(16).to(dtype)
+    with torch.no_grad():
+        ln.weight.copy_(torch.randn(16, generator=g))
+        ln.bias.copy_(torch.randn(16, generator=g))
+    dev_ln = on(__import__("copy").deepcopy(ln))
+    got = native(lambda: dev_ln(on(x)))
+    torch.testing.assert_close(got.detach().cpu(), ln(x).detach(), **TOL[dtype])
+    if dtype == torch.bfloat16:
+        return
+    xs = [x.detach().clone().requires_grad_(), on(x).detach().requires_grad_()]
+    w = torch.randn(3, 5, 16, generator=g).to(dtype)
+    (ln(xs[0]) * w).sum().backward()
+    (dev_ln(xs[1]) * on(w)).sum().backward()
+    torch.testing.assert_close(xs[1].grad.cpu(), xs[0].grad, **TOL[dtype])
+    torch.testing.assert_close(dev_ln.weight.grad.cpu(), ln.weight.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(dev_ln.bias.grad.cpu(), ln.bias.grad, rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        torch.nn.functional.layer_norm(on(x), [7])
+
+
+def test_rms_norm_decomposes_onto_native_ops():
+    x = torch.randn(4, 32)
+    w = torch.randn(32)
+    got = native(lambda: torch.nn.functional.rms_norm(on(x), [32], on(w), eps=1e-6))
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.rms_norm(x, [32], w, eps=1e-6))

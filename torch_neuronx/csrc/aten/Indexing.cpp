@@ -1,0 +1,156 @@
+// index_select (and so embedding), where, masked_fill and cat.
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/masked_fill.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/where.h>
+
+#include "aten/Iter.h"
+#include "aten/OpTracking.h"
+#include "aten/TensorView.h"
+#include "runtime/Functions.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+
+void same_device(const char* op, const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(a.device() == b.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+              a.device(), " and ", b.device(), "! (in ", op, ")");
+}
+
+Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  same_device("index_select", self, index);
+  if (self.dim() == 0 || !elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
+    return via_fallback<at::_ops::index_select_out>(self, dim, index, out);
+  int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> shape = self.sizes().vec();
+  shape[d] = index.numel();
+  at::native::resize_output(out, shape);
+  track_native("aten::index_select.out");
+  if (out.numel() == 0) return out;
+  tn_tensor o = to_tn_view(out), i = to_tn_view(self), x = to_tn_view(index.reshape({-1}));
+  check(tn_index_select_async(current_stream(out.device().index()), "aten::index_select.out", &o, &i,
+                              static_cast<int32_t>(d), &x));
+  return out;
+}
+
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  Tensor out = at::empty({0}, self.options());
+  return index_select_out(self, dim, index, out);
+}
+
+// out = cond ? self : other, with self and other already of out's dtype and on its device.
+Tensor& where_into(const Tensor& cond, const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .add_output(out)
+                  .add_const_input(cond)
+                  .add_const_input(self)
+                  .add_const_input(other)
+                  .build();
+  track_native("aten::where.self_out");
+  if (iter.numel() == 0) return out;
+  tn_tensor o = iter_view(iter, 0), c = iter_view(iter, 1), a = iter_view(iter, 2), b = iter_view(iter, 3);
+  check(tn_where_async(current_stream(out.device().index()), "aten::where.self_out", &o, &c, &a, &b));
+  return out;
+}
+
+// A value on out's device in out's dtype (Python scalars arrive as 0-dim CPU tensors).
+Tensor as_operand(const Tensor& t, const Tensor& out) {
+  if (t.device() == out.device() && t.scalar_type() == out.scalar_type()) return t;
+  return t.to(out.device(), out.scalar_type());
+}
+
+Tensor& where_out(const Tensor& cond, const Tensor& self, const Tensor& other, Tensor& out) {
+  TORCH_CHECK(cond.scalar_type() == at::kBool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+  if (!elementwise_dtypes_ok({self.scalar_type(), other.scalar_type(), out.scalar_type()}))
+    return via_fallback<at::_ops::where_self_out>(cond, self, other, out);
+  Tensor c = cond.device() == out.device() ? cond : cond.to(out.device());
+  at::native::resize_output(out, at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes()));
+  return where_into(c, as_operand(self, out), as_operand(other, out), out);
+}
+
+Tensor where(const Tensor& cond, const Tensor& self, const Tensor& other) {
+  auto dtype = at::native::result_type(self, other);
+  Tensor out = at::empty({0}, self.options().dtype(dtype).device(cond.device().is_cpu() ? self.device() : cond.device()));
+  return where_out(cond, self, other, out);
+}
+
+Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const c10::Scalar& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  if (!elementwise_dtypes_ok({self.scalar_type()}))
+    return via_fallback<at::_ops::masked_fill__Scalar>(self, mask, value);
+  same_device("masked_fill_", self, mask);
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: the mask of shape ", mask.sizes(),
+              " cannot be broadcast to the tensor of shape ", self.sizes());
+  Tensor v = at::scalar_tensor(value, self.options());
+  return where_into(mask, v, self, self);
+}
+
+Tensor& masked_fill_tensor(Tensor& self, const Tensor& mask, const Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return masked_fill_scalar(self, mask, value.item());
+}
+
+Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
+  auto list = tensors.materialize();
+  TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  // legacy: 1-D empty tensors are skipped
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : list)
+    if (!(t.dim() == 1 && t.numel() == 0)) inputs.push_back(t);
+  if (inputs.empty()) {
+    at::native::resize_output(out, {0});
+    return out;
+  }
+  const Tensor& ref = inputs[0];
+  int64_t d = at::maybe_wrap_dim(dim, ref.dim());
+  std::vector<int64_t> shape = ref.sizes().vec();
+  int64_t total = 0;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    const Tensor& t = inputs[i];
+    same_device("cat", ref, t);
+    TORCH_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(), " and ", t.dim());
+    for (int64_t k = 0; k < ref.dim(); k++)
+      TORCH_CHECK(k == d || t.size(k) == ref.size(k), "Sizes of tensors must match except in dimension ", d,
+                  ". Expected size ", ref.size(k), " but got size ", t.size(k), " for tensor number ", i,
+                  " in the list.");
+    total += t.size(d);
+  }
+  shape[d] = total;
+  at::native::resize_output(out, shape);
+  track_native("aten::cat.out");
+  int64_t offset = 0;
+  for (const Tensor& t : inputs) {
+    if (t.size(d)) out.narrow(d, offset, t.size(d)).copy_(t);
+    offset += t.size(d);
+  }
+  return out;
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select.out", index_select_out);
+  m.impl("index_select", index_select);
+  m.impl("where.self_out", where_out);
+  m.impl("where.self", where);
+  m.impl("masked_fill_.Scalar", masked_fill_scalar);
+  m.impl("masked_fill_.Tensor", masked_fill_tensor);
+  m.impl("cat.out", cat_out);
+}
+
+} // namespace torch_neuronx::ops

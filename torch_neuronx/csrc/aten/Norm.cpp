@@ -1,0 +1,121 @@
+// Layer normalisation: the forward and the input gradient in C; the weight and bias gradients
+// as sums of native ops.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/sum.h>
+
+#include "aten/Iter.h"
+#include "aten/OpTracking.h"
+#include "aten/TensorView.h"
+#include "runtime/Functions.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+
+bool norm_dtype(c10::ScalarType t) {
+  return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kDouble;
+}
+
+int64_t check_shape(const Tensor& input, c10::IntArrayRef normalized_shape) {
+  int64_t nd = static_cast<int64_t>(normalized_shape.size());
+  TORCH_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = ",
+              normalized_shape);
+  int64_t axis = input.dim() - nd;
+  bool ok = axis >= 0 && input.sizes().slice(axis).equals(normalized_shape);
+  TORCH_CHECK(ok, "Given normalized_shape=", normalized_shape, ", expected input with shape [*",
+              c10::IntArrayRef(normalized_shape), "], but got input of size", input.sizes());
+  return axis;
+}
+
+bool native(const Tensor& input, const std::optional<Tensor>& w, const std::optional<Tensor>& b) {
+  auto t = input.scalar_type();
+  return norm_dtype(t) && (!w || !w->defined() || w->scalar_type() == t) &&
+         (!b || !b->defined() || b->scalar_type() == t);
+}
+
+const void* data_or_null(const std::optional<Tensor>& t) {
+  return t && t->defined() && t->numel() ? t->const_data_ptr() : nullptr;
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::IntArrayRef shape,
+                                              const std::optional<Tensor>& weight,
+                                              const std::optional<Tensor>& bias, double eps) {
+  int64_t axis = check_shape(input, shape);
+  if (!native(input, weight, bias))
+    return via_fallback<at::_ops::native_layer_norm>(input, shape, weight, bias, eps);
+  track_native("aten::native_layer_norm");
+  Tensor x = input.contiguous();
+  std::optional<Tensor> w = weight && weight->defined() ? std::optional<Tensor>(weight->contiguous()) : std::nullopt;
+  std::optional<Tensor> b = bias && bias->defined() ? std::optional<Tensor>(bias->contiguous()) : std::nullopt;
+  Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  std::vector<int64_t> stat_shape = input.sizes().slice(0, axis).vec();
+  stat_shape.resize(input.dim(), 1);
+  Tensor mean = at::empty(stat_shape, x.options());
+  Tensor rstd = at::empty(stat_shape, x.options());
+  int64_t n = c10::multiply_integers(shape);
+  tn_layer_norm ln{};
+  ln.rows = n ? x.numel() / n : 0;
+  ln.n = n;
+  ln.dtype = to_tn_dtype(x.scalar_type());
+  ln.eps = eps;
+  ln.x = x.numel() ? const_cast<void*>(x.const_data_ptr()) : nullptr;
+  ln.y = out.numel() ? out.data_ptr() : nullptr;
+  ln.weight = data_or_null(w);
+  ln.bias = data_or_null(b);
+  ln.mean = mean.numel() ? mean.data_ptr() : nullptr;
+  ln.rstd = rstd.numel() ? rstd.data_ptr() : nullptr;
+  if (x.numel()) check(tn_layer_norm_async(current_stream(x.device().index()), "aten::native_layer_norm", &ln));
+  return {out, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       c10::IntArrayRef shape, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       const std::optional<Tensor>& bias,
+                                                       std::array<bool, 3> mask) {
+  int64_t axis = check_shape(input, shape);
+  if (!native(input, weight, bias) || grad.scalar_type() != input.scalar_type())
+    return via_fallback<at::_ops::native_layer_norm_backward>(grad, input, shape, mean, rstd, weight, bias, mask);
+  track_native("aten::native_layer_norm_backward");
+  Tensor x = input.contiguous(), g = grad.contiguous();
+  std::optional<Tensor> w = weight && weight->defined() ? std::optional<Tensor>(weight->contiguous()) : std::nullopt;
+  Tensor dx, dw, db;
+  int64_t n = c10::multiply_integers(shape);
+  if (mask[0]) {
+    dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+    if (x.numel()) {
+      Tensor m = mean.contiguous(), r = rstd.contiguous();
+      tn_layer_norm ln{};
+      ln.rows = x.numel() / n;
+      ln.n = n;
+      ln.dtype = to_tn_dtype(x.scalar_type());
+      ln.x = const_cast<void*>(x.const_data_ptr());
+      ln.y = dx.data_ptr();
+      ln.grad = g.const_data_ptr();
+      ln.weight = data_or_null(w);
+      ln.mean = const_cast<void*>(m.const_data_ptr());
+      ln.rstd = const_cast<void*>(r.const_data_ptr());
+      check(tn_layer_norm_backward_async(current_stream(x.device().index()), "aten::native_layer_norm_backward", &ln));
+    }
+  }
+  std::vector<int64_t> batch_dims(axis);
+  for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
+  if (mask[1] && w) dw = at::sum(at::mul(g, at::mul(at::sub(x, mean), rstd)), batch_dims).reshape(w->sizes());
+  if (mask[2] && bias && bias->defined()) db = at::sum(g, batch_dims).reshape(bias->sizes());
+  return {dx, dw, db};
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_layer_norm", layer_norm);
+  m.impl("native_layer_norm_backward", layer_norm_backward);
+}
+
+} // namespace torch_neuronx::ops
