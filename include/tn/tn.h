@@ -20,5 +20,6 @@
 #include "tn/reduce.h"
 #include "tn/index.h"
 #include "tn/norm.h"
+#include "tn/sequence.h"
 
 #endif

@@ -1,0 +1,77 @@
+"""arange, cumsum, triu/tril, isinf tests, and a transformer layer end to end, against CPU."""
+import copy
+
+import pytest
+import torch
+import torch_neuronx
+
+
+def native(fn):
+    torch_neuronx.clear_op_tracking()
+    out = fn()
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    return out
+
+
+@pytest.mark.parametrize("args,dtype", [((10,), None), ((2, 11, 3), None), ((0.5, 3.0, 0.25), None),
+                                        ((5, -5, -2), torch.int32), ((0, 1, 0.1), torch.float64),
+                                        ((3,), torch.bfloat16)])
+def test_arange(args, dtype):
+    got = native(lambda: torch.arange(*args, dtype=dtype, device="neuron"))
+    torch.testing.assert_close(got.cpu(), torch.arange(*args, dtype=dtype))
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 3, 0, device="neuron")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32, torch.bfloat16], ids=str)
+def test_cumsum(dtype):
+    x = torch.randint(-5, 5, (4, 7)).to(dtype)
+    for dim in (0, 1, -1):
+        got = native(lambda: torch.cumsum(x.to("neuron"), dim))
+        torch.testing.assert_close(got.cpu(), torch.cumsum(x, dim), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(torch.cumsum(x.to("neuron"), 1, dtype=torch.float64).cpu(),
+                               torch.cumsum(x, 1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_triu_tril(k):
+    x = torch.randn(2, 5, 6)
+    torch.testing.assert_close(native(lambda: torch.triu(x.to("neuron"), k)).cpu(), torch.triu(x, k))
+    torch.testing.assert_close(torch.tril(x.to("neuron").transpose(1, 2), k).cpu(), torch.tril(x.transpose(1, 2), k))
+    y = x.to("neuron")
+    y.tril_(k)
+    torch.testing.assert_close(y.cpu(), torch.tril(x, k))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.triu(torch.ones(3, device="neuron"))
+
+
+def test_isinf_family():
+    x = torch.tensor([1.0, float("inf"), -float("inf"), float("nan")])
+    for fn in (torch.isneginf, torch.isposinf, torch.isinf, torch.isnan, torch.isfinite):
+        torch.testing.assert_close(fn(x.to("neuron")).cpu(), fn(x))
+    torch.testing.assert_close(torch.isneginf(torch.arange(3, device="neuron")).cpu(), torch.zeros(3, dtype=torch.bool))
+
+
+def test_transformer_layer_forward_backward_native():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True, activation="gelu")
+    x = torch.randn(2, 10, 64)
+    dev_layer = copy.deepcopy(layer).to("neuron")
+    ref = layer(x)
+    ref.sum().backward()
+
+    def run():
+        out = dev_layer(x.to("neuron"))
+        out.sum().backward()
+        return out
+
+    out = native(run)
+    torch.testing.assert_close(out.detach().cpu(), ref.detach(), rtol=1e-4, atol=1e-4)
+    for p, q in zip(layer.parameters(), dev_layer.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-3, atol=1e-3)
+    q = torch.randn(2, 4, 10, 16)
+    got = native(lambda: torch.nn.functional.scaled_dot_product_attention(q.to("neuron"), q.to("neuron"),
+                                                                          q.to("neuron"), is_causal=True))
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True),
+                               rtol=1e-4, atol=1e-4)
