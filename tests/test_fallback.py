@@ -79,3 +79,19 @@ def test_training_step_matches_cpu(quiet_fallback):
             opt.step()
     for p, q in zip(model.parameters(), dev_model.parameters()):
         torch.testing.assert_close(q.cpu(), p)
+
+
+def test_coverage_tool(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "native on neuron:" in out.stdout
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nx = torch.ones(3, device='neuron')\n(x + 1).cpu()\ntorch.atan2(x, x).cpu()\n")
+    out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "fallback         1  aten::atan2.out" in out.stdout

@@ -38,7 +38,8 @@ int tn_test_failures;
     X(test_reductions)           \
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
-    X(test_layer_norm_kernel)
+    X(test_layer_norm_kernel)    \
+    X(test_sequence_kernels)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -72,3 +72,28 @@ void test_layer_norm_kernel(void) {
         CHECK(fabs(dx[0][i] - (f[1] - f[0]) / (2 * h)) < 1e-3);
     }
 }
+
+void test_sequence_kernels(void) {
+    float ar[5];
+    tn_tensor tar = {.data = ar, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {5}, .strides = {1}};
+    tn_scalar start = {.kind = TN_SCALAR_KIND_FLOAT, .f = 0.5}, step = {.kind = TN_SCALAR_KIND_FLOAT, .f = 0.25};
+    for (int k = 0; k < 2; k++) tn_kernel_arange(&tar, &start, &step, k, 2);
+    for (int i = 0; i < 5; i++) CHECK(ar[i] == 0.5f + 0.25f * (float)i);
+    int64_t big[3];
+    tn_tensor tbig = {.data = big, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {3}, .strides = {1}};
+    tn_scalar s0 = {.kind = TN_SCALAR_KIND_INT, .i = INT64_MAX - 1}, s1 = {.kind = TN_SCALAR_KIND_INT, .i = 1};
+    tn_kernel_arange(&tbig, &s0, &s1, 0, 1);
+    CHECK(big[0] == INT64_MAX - 1 && big[1] == INT64_MAX); /* exact integers, no double rounding */
+    /* cumsum of rows, int32 in, int64 out, along the last dimension of a transposed view */
+    int32_t x[2][3] = {{1, 2, 3}, {4, 5, 6}};
+    int64_t cs[3][2];
+    tn_tensor tx = {.data = x, .dtype = TN_DTYPE_I32, .ndim = 2, .sizes = {3, 2}, .strides = {1, 3}};
+    tn_tensor tcs = {.data = cs, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    tn_kernel_cumsum(&tcs, &tx, 0, 1);
+    CHECK(cs[0][0] == 1 && cs[0][1] == 5 && cs[2][1] == 9);
+    /* triu with k = 1, in place */
+    float m[3][3] = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+    tn_tensor tm = {.data = m, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 3}, .strides = {3, 1}};
+    tn_kernel_triangle(&tm, &tm, 1, 1, 0, 1);
+    CHECK(m[0][0] == 0 && m[0][1] == 2 && m[1][1] == 0 && m[1][2] == 6 && m[2][2] == 0);
+}
