@@ -9,19 +9,12 @@ neuron is timed as a device is: several launches back to back, then one synchron
 import argparse
 import itertools
 import os
-import time
 
 import torch
 
+from common import best
 
-def best(fn, repeat):
-    fn()
-    t_best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        t_best = min(t_best, time.perf_counter() - t)
-    return t_best
+
 
 
 def main():

@@ -9,19 +9,12 @@ ops in us/op, neuron vs CPU eager. neuron is timed as a device: launches, then s
 """
 import argparse
 import os
-import time
 
 import torch
 
+from common import best
 
-def best(fn, repeat):
-    fn()
-    t_best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        t_best = min(t_best, time.perf_counter() - t)
-    return t_best
+
 
 
 OPS = {

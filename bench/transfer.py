@@ -9,19 +9,12 @@ machine is noisy: read the ratios.
 """
 import argparse
 import os
-import time
 
 import torch
 
+from common import best
 
-def best_time(fn, repeat):
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+
 
 
 def main():
@@ -37,10 +30,10 @@ def main():
         host_dst = torch.empty_like(host)
         dev = torch.empty(n, dtype=torch.uint8, device="neuron")
         dev2 = torch.empty_like(dev)
-        t_cpu = best_time(lambda: host_dst.copy_(host), args.repeat)
-        t_h2d = best_time(lambda: (dev.copy_(host), sync()), args.repeat)
-        t_d2h = best_time(lambda: host_dst.copy_(dev), args.repeat)
-        t_d2d = best_time(lambda: (dev2.copy_(dev), sync()), args.repeat)
+        t_cpu = best(lambda: host_dst.copy_(host), args.repeat)
+        t_h2d = best(lambda: (dev.copy_(host), sync()), args.repeat)
+        t_d2h = best(lambda: host_dst.copy_(dev), args.repeat)
+        t_d2d = best(lambda: (dev2.copy_(dev), sync()), args.repeat)
         gbs = [n / t / 1e9 for t in (t_cpu, t_h2d, t_d2h, t_d2d)]
         print(f"{mib:>5}MiB  {gbs[0]:>7.2f}GB/s {gbs[1]:>6.2f}GB/s {gbs[2]:>6.2f}GB/s {gbs[3]:>6.2f}GB/s"
               f"   {gbs[1] / gbs[0]:>6.2f}x  {gbs[2] / gbs[0]:>6.2f}x  {gbs[3] / gbs[0]:>6.2f}x")
@@ -53,8 +46,8 @@ def main():
         for _ in range(ops):
             t.fill_(1.0)
 
-    t_dev = best_time(lambda: (launches(tiny_dev), sync()), 5) / ops * 1e6
-    t_cpu = best_time(lambda: launches(tiny_cpu), 5) / ops * 1e6
+    t_dev = best(lambda: (launches(tiny_dev), sync()), 5) / ops * 1e6
+    t_cpu = best(lambda: launches(tiny_cpu), 5) / ops * 1e6
     print(f"\ntiny fill_ launch: neuron {t_dev:.2f} us/op, cpu {t_cpu:.2f} us/op, "
           f"ratio {t_dev / t_cpu:.2f}x")
 

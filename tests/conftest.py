@@ -15,7 +15,7 @@ for _var in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "LOCAL_RANK",
     os.environ.pop(_var, None)
 
 import torch  # noqa: E402  (autoloads torch_neuronx through the torch.backends entry point)
-import torch_neuronx  # noqa: E402
+import torch_neuronx  # noqa: E402,F401  (imported explicitly too, as users may)
 
 
 def run_python(code, env=None, timeout=120):

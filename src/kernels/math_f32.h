@@ -6,13 +6,8 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
-static inline float tn_bits_to_f32(int32_t b) {
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
+#include "half.h"
 
 /* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, exponent assembled in the bits. */
 static inline float tn_expf(float x) {
@@ -29,7 +24,7 @@ static inline float tn_expf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    float y = p * tn_bits_to_f32(((int32_t)n + 127) << 23);
+    float y = p * tn_f32_from_bits((uint32_t)((int32_t)n + 127) << 23);
     y = x > 88.72283f ? INFINITY : y;
     y = x < -87.33654f ? 0.0f : y;
     return x != x ? x : y;

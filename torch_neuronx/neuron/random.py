@@ -1,5 +1,4 @@
 """Random-number state of the neuron device generators (Philox seed + offset)."""
-import torch
 
 from .. import _C
 
