@@ -31,6 +31,7 @@ struct tn_stream {
     uint64_t completed;
     tn_status error;
     char error_msg[512];
+    int worker_waiting; /* the worker sleeps on has_work: only then does a launch signal */
 };
 
 static _Thread_local int8_t current_index[TN_MAX_DEVICES];
@@ -45,7 +46,11 @@ static void *worker_main(void *p) {
     pthread_setname_np(pthread_self(), name);
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        while (!s->head) pthread_cond_wait(&s->has_work, &s->lock);
+        while (!s->head) {
+            s->worker_waiting = 1;
+            pthread_cond_wait(&s->has_work, &s->lock);
+            s->worker_waiting = 0;
+        }
         tn_task *t = s->head;
         pthread_mutex_unlock(&s->lock);
 
@@ -147,7 +152,7 @@ static tn_status enqueue(tn_stream_t s, const char *op, tn_task_fn fn, const voi
         s->head = t;
     s->tail = t;
     s->enqueued++;
-    pthread_cond_signal(&s->has_work);
+    if (s->worker_waiting) pthread_cond_signal(&s->has_work);
     pthread_mutex_unlock(&s->lock);
     return TN_STATUS_OK;
 }
