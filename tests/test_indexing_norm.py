@@ -111,3 +111,25 @@ def test_rms_norm_decomposes_onto_native_ops():
     w = torch.randn(32)
     got = native(lambda: torch.nn.functional.rms_norm(on(x), [32], on(w), eps=1e-6))
     torch.testing.assert_close(got.cpu(), torch.nn.functional.rms_norm(x, [32], w, eps=1e-6))
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_backward(padding_idx):
+    emb = torch.nn.Embedding(10, 6, padding_idx=padding_idx)
+    dev = on(__import__("copy").deepcopy(emb))
+    tokens = torch.tensor([[1, 2, 2, 9], [0, 1, 1, 1]])
+    w = torch.randn(2, 4, 6)
+    (emb(tokens) * w).sum().backward()
+    native(lambda: (dev(on(tokens)) * on(w)).sum().backward())
+    torch.testing.assert_close(dev.weight.grad.cpu(), emb.weight.grad)
+
+
+def test_isin_and_whole_tensor_all_any():
+    x = torch.tensor([[1, 5, 7], [2, 2, 9]])
+    eos = torch.tensor([2, 7])
+    for invert in (False, True):
+        got = native(lambda: torch.isin(on(x), on(eos), invert=invert))
+        torch.testing.assert_close(got.cpu(), torch.isin(x, eos, invert=invert))
+    b = torch.tensor([[True, False], [True, True]])
+    assert native(lambda: on(b).all()).item() is False
+    assert native(lambda: on(b).any()).item() is True

@@ -25,6 +25,14 @@ tn_status tn_index_select_async(tn_stream_t stream, const char *name, const tn_t
 tn_status tn_kernel_index_select(const tn_tensor *out, const tn_tensor *in, int32_t dim,
                                  const tn_tensor *index, int32_t ith, int32_t nth);
 
+/* out[index[i], j] += src[i, j] for 2-D views (out: rows x d, src: count x d, same float
+ * dtype), skipping index == skip (pass -1 for none). Threads split the columns, so repeated
+ * indices need no atomics. Indices outside [0, rows) fail like index_select's. */
+tn_status tn_index_add_rows_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                                  const tn_tensor *index, const tn_tensor *src, int64_t skip);
+tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
+                                   const tn_tensor *src, int64_t skip, int32_t ith, int32_t nth);
+
 tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *out,
                          const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b);
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,

@@ -37,6 +37,32 @@ tn_status tn_kernel_index_select(const tn_tensor *out, const tn_tensor *in, int3
     return st;
 }
 
+tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
+                                   const tn_tensor *src, int64_t skip, int32_t ith, int32_t nth) {
+    int64_t count = index->sizes[0], rows = out->sizes[0], d = out->sizes[1], c0, c1;
+    int32_t es = tn_dtype_size(out->dtype);
+    tn_status st = TN_STATUS_OK;
+    tn_slice(d, ith, nth, &c0, &c1);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t k = index->dtype == TN_DTYPE_I32 ? ((const int32_t *)index->data)[i * index->strides[0]]
+                                                 : ((const int64_t *)index->data)[i * index->strides[0]];
+        if (k == skip) continue;
+        if (k < 0 || k >= rows) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        char *o = (char *)out->data + k * out->strides[0] * es;
+        const char *x = (const char *)src->data + i * src->strides[0] * es;
+        for (int64_t j = c0; j < c1; j++) {
+            char *po = o + j * out->strides[1] * es;
+            tn_value v = tn_load(po, out->dtype);
+            v.re += tn_load(x + j * src->strides[1] * es, src->dtype).re;
+            tn_store(po, out->dtype, v);
+        }
+    }
+    return st;
+}
+
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,
                      const tn_tensor *b, int32_t ith, int32_t nth) {
     /* same dtype for out, a, b: a select moves element bytes */

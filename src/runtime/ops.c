@@ -35,6 +35,34 @@ tn_status tn_index_select_async(tn_stream_t stream, const char *name, const tn_t
     return tn_stream_launch(stream, name ? name : "index_select", run_index, &t, sizeof t);
 }
 
+typedef struct index_add_task {
+    tn_tensor out, index, src;
+    int64_t skip;
+    int bad;
+} index_add_task;
+
+static void index_add_slice(void *p, int32_t ith, int32_t nth) {
+    index_add_task *t = p;
+    if (tn_kernel_index_add_rows(&t->out, &t->index, &t->src, t->skip, ith, nth) != TN_STATUS_OK) t->bad = 1;
+}
+
+static tn_status run_index_add(void *p) {
+    index_add_task *t = p;
+    tn_parallel_run(index_add_slice, t, tn_tensor_numel(&t->src));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "index out of range in self") : TN_STATUS_OK;
+}
+
+tn_status tn_index_add_rows_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                                  const tn_tensor *index, const tn_tensor *src, int64_t skip) {
+    if (out->ndim != 2 || src->ndim != 2 || index->ndim != 1 || src->sizes[0] != index->sizes[0] ||
+        src->sizes[1] != out->sizes[1] || out->dtype != src->dtype ||
+        (index->dtype != TN_DTYPE_I64 && index->dtype != TN_DTYPE_I32))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "index_add: bad operands");
+    if (tn_tensor_numel(src) == 0) return TN_STATUS_OK;
+    index_add_task t = {*out, *index, *src, skip, 0};
+    return tn_stream_launch(stream, name ? name : "index_add", run_index_add, &t, sizeof t);
+}
+
 typedef struct where_task {
     tn_tensor out, cond, a, b;
 } where_task;

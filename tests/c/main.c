@@ -39,7 +39,8 @@ int tn_test_failures;
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \
-    X(test_sequence_kernels)
+    X(test_sequence_kernels)     \
+    X(test_index_add_rows)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -46,6 +46,18 @@ void test_index_select_and_where(void) {
     CHECK(w[0][0] == 1 && w[0][1] == -1 && w[1][2] == 6 && w[1][1] == -1);
 }
 
+void test_index_add_rows(void) {
+    float out[3][2] = {{0}}, src[4][2] = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};
+    int64_t idx[4] = {2, 0, 2, 1};
+    tn_tensor to = {.data = out, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    tn_tensor ts = {.data = src, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {4, 2}, .strides = {2, 1}};
+    tn_tensor ti = {.data = idx, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {4}, .strides = {1}};
+    for (int k = 0; k < 2; k++) CHECK_OK(tn_kernel_index_add_rows(&to, &ti, &ts, 1, k, 2)); /* skip row 1 */
+    CHECK(out[2][0] == 6 && out[2][1] == 8 && out[0][1] == 4 && out[1][0] == 0);
+    idx[0] = 3;
+    CHECK(tn_kernel_index_add_rows(&to, &ti, &ts, -1, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+}
+
 void test_layer_norm_kernel(void) {
     float x[2][4] = {{1, 2, 3, 4}, {-1, -1, -1, -1}}, y[2][4], mean[2], rstd[2];
     float wt[4] = {1, 2, 1, 1}, bias[4] = {0, 0, 1, 0};

@@ -9,6 +9,11 @@
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/embedding_dense_backward.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/isin.h>
+#include <ATen/ops/logical_not.h>
+#include <ATen/ops/zeros.h>
 
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
@@ -141,9 +146,39 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   return out;
 }
 
+Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                                int64_t padding_idx, bool scale_grad_by_freq) {
+  if (scale_grad_by_freq || !elementwise_dtypes_ok({grad.scalar_type()}) || grad.scalar_type() == at::kBool)
+    return via_fallback<at::_ops::embedding_dense_backward>(grad, indices, num_weights, padding_idx,
+                                                            scale_grad_by_freq);
+  track_native("aten::embedding_dense_backward");
+  int64_t d = grad.size(-1);
+  Tensor out = at::zeros({num_weights, d}, grad.options());
+  Tensor src = grad.reshape({-1, d});
+  Tensor idx = indices.reshape({-1});
+  if (src.numel() == 0) return out;
+  tn_tensor o = to_tn_view(out), i = to_tn_view(idx), x = to_tn_view(src);
+  check(tn_index_add_rows_async(current_stream(out.device().index()), "aten::embedding_dense_backward", &o, &i,
+                                &x, padding_idx < 0 ? -1 : padding_idx));
+  return out;
+}
+
+// Membership against a short list (end-of-sequence ids and the like) as one comparison and
+// an any(); long lists go to the fallback.
+Tensor& isin_out(const Tensor& elements, const Tensor& test, bool assume_unique, bool invert, Tensor& out) {
+  if (test.numel() > 4096 || !elementwise_dtypes_ok({elements.scalar_type(), test.scalar_type()}))
+    return via_fallback<at::_ops::isin_Tensor_Tensor_out>(elements, test, assume_unique, invert, out);
+  track_native("aten::isin.Tensor_Tensor_out");
+  at::native::resize_output(out, elements.sizes());
+  Tensor hit = at::eq(elements.unsqueeze(-1), test.reshape({-1})).any(-1);
+  return out.copy_(invert ? at::logical_not(hit) : hit);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("embedding_dense_backward", embedding_dense_backward);
+  m.impl("isin.Tensor_Tensor_out", isin_out);
   m.impl("index_select.out", index_select_out);
   m.impl("index_select", index_select);
   m.impl("where.self_out", where_out);

@@ -139,6 +139,15 @@ Tensor& logical_dim_out(const Tensor& self, int64_t dim, bool keepdim, Tensor& o
   return out;
 }
 
+template <class Op, tn_reduce_op code>
+Tensor& logical_all_out(const Tensor& self, Tensor& out) {
+  if (!reducible(self.scalar_type()) || !reducible(out.scalar_type())) return via_fallback<Op>(self, out);
+  auto iter = at::native::make_reduction(code == TN_REDUCE_ALL ? "all" : "any", out, self, at::IntArrayRef{},
+                                         false, self.scalar_type(), out.scalar_type());
+  launch(op_name<Op>(), code, iter, 1);
+  return out;
+}
+
 // max() / min() over everything
 template <class Op, tn_reduce_op code>
 Tensor full_extreme(const Tensor& self) {
@@ -170,6 +179,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.dims_out", logical_out<at::_ops::all_dims_out, TN_REDUCE_ALL>);
   m.impl("any.dims_out", logical_out<at::_ops::any_dims_out, TN_REDUCE_ANY>);
   m.impl("all.out", logical_dim_out<at::_ops::all_out, TN_REDUCE_ALL>);
+  m.impl("all.all_out", logical_all_out<at::_ops::all_all_out, TN_REDUCE_ALL>);
+  m.impl("any.all_out", logical_all_out<at::_ops::any_all_out, TN_REDUCE_ANY>);
   m.impl("any.out", logical_dim_out<at::_ops::any_out, TN_REDUCE_ANY>);
 }
 
