@@ -132,3 +132,32 @@ def test_mse_loss_and_gradient(reduction):
         (loss if loss.dim() == 0 else loss.sum()).backward()
         grads.append(t.grad.cpu())
     torch.testing.assert_close(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_sort_and_topk(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(4, 33, generator=g) * 10).to(dtype)
+    x[0, 5] = x[0, 7]   # a tie: the stable order keeps the first
+    for dim in (1, 0, -1):
+        for descending in (False, True):
+            exp_v, exp_i = torch.sort(x, dim=dim, descending=descending, stable=True)
+            got_v, got_i = torch.sort(x.to("neuron"), dim=dim, descending=descending, stable=True)
+            torch.testing.assert_close(got_v.cpu(), exp_v)
+            torch.testing.assert_close(got_i.cpu(), exp_i)
+    for largest in (True, False):
+        exp_v, exp_i = torch.topk(x, 5, dim=1, largest=largest)
+        got_v, got_i = torch.topk(x.to("neuron"), 5, dim=1, largest=largest)
+        torch.testing.assert_close(got_v.cpu(), exp_v)
+        torch.testing.assert_close(x.gather(1, got_i.cpu()), exp_v)   # ties may pick either index
+    with pytest.raises(RuntimeError, match="k out of range"):
+        torch.topk(x.to("neuron"), 40, dim=1)
+
+
+def test_sort_nan_order():
+    x = torch.tensor([[2.0, float("nan"), -1.0, float("nan"), 0.0]])
+    for descending in (False, True):
+        exp_v, exp_i = torch.sort(x, descending=descending, stable=True)
+        got_v, got_i = torch.sort(x.to("neuron"), descending=descending, stable=True)
+        torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True)
+        torch.testing.assert_close(got_i.cpu(), exp_i)

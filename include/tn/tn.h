@@ -21,5 +21,6 @@
 #include "tn/index.h"
 #include "tn/norm.h"
 #include "tn/sequence.h"
+#include "tn/sort.h"
 
 #endif

@@ -40,7 +40,8 @@ int tn_test_failures;
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \
     X(test_sequence_kernels)     \
-    X(test_index_add_rows)
+    X(test_index_add_rows)       \
+    X(test_sort_kernel)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -109,3 +109,20 @@ void test_sequence_kernels(void) {
     tn_kernel_triangle(&tm, &tm, 1, 1, 0, 1);
     CHECK(m[0][0] == 0 && m[0][1] == 2 && m[1][1] == 0 && m[1][2] == 6 && m[2][2] == 0);
 }
+
+void test_sort_kernel(void) {
+    float x[2][5] = {{3, NAN, 1, 3, -2}, {5, 4, 3, 2, 1}};
+    float v[2][5], top[2][2];
+    int64_t idx[2][5], tidx[2][2];
+    unsigned char scratch[2 * 5 * 16];
+    tn_tensor tin = {.data = x, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 5}, .strides = {5, 1}};
+    tn_tensor tv = {.data = v, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 5}, .strides = {5, 1}};
+    tn_tensor ti = {.data = idx, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {2, 5}, .strides = {5, 1}};
+    tn_kernel_sort(&tv, &ti, &tin, 0, scratch, 0, 1);
+    CHECK(v[0][0] == -2 && v[0][1] == 1 && v[0][2] == 3 && idx[0][2] == 0 && idx[0][3] == 3 && isnan(v[0][4]));
+    CHECK(v[1][0] == 1 && idx[1][0] == 4);
+    tn_tensor ttop = {.data = top, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 2}, .strides = {2, 1}};
+    tn_tensor ttidx = {.data = tidx, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {2, 2}, .strides = {2, 1}};
+    tn_kernel_sort(&ttop, &ttidx, &tin, 1, scratch, 0, 1);
+    CHECK(isnan(top[0][0]) && top[0][1] == 3 && tidx[0][1] == 0 && top[1][0] == 5 && tidx[1][1] == 1);
+}
