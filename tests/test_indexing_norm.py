@@ -133,3 +133,23 @@ def test_isin_and_whole_tensor_all_any():
     b = torch.tensor([[True, False], [True, True]])
     assert native(lambda: on(b).all()).item() is False
     assert native(lambda: on(b).any()).item() is True
+
+
+def test_scatter_and_advanced_indexing():
+    x = torch.zeros(3, 5)
+    idx = torch.tensor([[4, 0], [1, 1], [2, 3]])
+    src = torch.arange(6.0).reshape(3, 2)
+    got = native(lambda: on(x).scatter(1, on(idx), on(src)))
+    torch.testing.assert_close(got.cpu(), x.scatter(1, idx, src))
+    col = torch.tensor([[0, 1, 2, 0, 1]])
+    torch.testing.assert_close(on(x).scatter(0, on(col), on(torch.ones(1, 5))).cpu(), x.scatter(0, col, torch.ones(1, 5)))
+    m = torch.arange(24.0).reshape(4, 6)
+    rows, cols = torch.arange(4).view(4, 1), torch.tensor([0, 5, -1])
+    got = native(lambda: on(m)[on(rows), on(cols)])
+    torch.testing.assert_close(got.cpu(), m[rows, cols])
+    torch.testing.assert_close(on(m)[on(torch.tensor([3, 0, 3]))].cpu(), m[torch.tensor([3, 0, 3])])
+    torch.testing.assert_close(on(m)[torch.tensor([1, 2])].cpu(), m[torch.tensor([1, 2])])   # CPU index
+    mask = m > 10
+    torch.testing.assert_close(on(m)[on(mask)].cpu(), m[mask])   # boolean mask: through the fallback
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        on(m)[on(torch.tensor([4]))].cpu()

@@ -113,3 +113,25 @@ def test_module_state_dict_round_trip(tmp_path):
     m2 = torch.nn.Linear(3, 2)
     m2.load_state_dict(torch.load(path, map_location="cpu"))
     torch.testing.assert_close(m2.weight, m.weight.cpu())
+
+
+def test_randint_and_multinomial_use_the_device_generator():
+    torch.neuron.manual_seed(21)
+    a = torch.randint(3, 17, (500,), device="neuron").cpu()
+    torch.neuron.manual_seed(21)
+    torch.testing.assert_close(torch.randint(3, 17, (500,), device="neuron").cpu(), a, rtol=0, atol=0)
+    assert a.min().item() >= 3 and a.max().item() <= 16 and len(set(a.tolist())) == 14
+    probs = torch.tensor([[0.0, 0.7, 0.3, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    torch.neuron.manual_seed(5)
+    draws = torch.multinomial(probs.to("neuron"), 2000, replacement=True).cpu()
+    assert set(draws[0].tolist()) <= {1, 2}
+    assert abs((draws[0] == 1).float().mean().item() - 0.7) < 0.05
+    assert abs((draws[1] == 3).float().mean().item() - 0.25) < 0.05
+    torch.neuron.manual_seed(5)
+    torch.testing.assert_close(torch.multinomial(probs.to("neuron"), 2000, replacement=True).cpu(), draws)
+    no_rep = torch.multinomial(probs[1:].to("neuron"), 4).cpu()
+    assert sorted(no_rep[0].tolist()) == [0, 1, 2, 3]
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(probs.to("neuron"), 5)
+    with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
+        torch.multinomial(torch.tensor([[-1.0, 2.0]], device="neuron"), 1).cpu()

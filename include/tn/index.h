@@ -33,6 +33,25 @@ tn_status tn_index_add_rows_async(tn_stream_t stream, const char *name, const tn
 tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
                                    const tn_tensor *src, int64_t skip, int32_t ith, int32_t nth);
 
+/* scatter: out[..., index[p], ...] = src[p] along `dim` for every position p of index (index
+ * and src views share sizes, int64 index; out's other sizes are at least index's). Runs on
+ * one thread, so with repeated indices the last write wins deterministically. Indices outside
+ * [0, out.size(dim)) fail like index_select's. */
+tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                           int32_t dim, const tn_tensor *index, const tn_tensor *src);
+tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
+                            const tn_tensor *src);
+
+/* Advanced indexing self[i0, i1, ..., i(k-1)] with k <= TN_GATHER_MAX index views on self's
+ * first k dimensions: the index views are already broadcast to a common shape B (stride 0
+ * where broadcast), out has shape B + self.shape[k:]. Negative indices count from the end;
+ * others outside the dimension fail with TN_STATUS_INVALID_ARGUMENT at the next sync. */
+#define TN_GATHER_MAX 4
+tn_status tn_gather_nd_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                             const tn_tensor *self, int32_t k, const tn_tensor *indices);
+tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32_t k,
+                              const tn_tensor *indices, int32_t ith, int32_t nth);
+
 tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *out,
                          const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b);
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,

@@ -25,6 +25,14 @@ void tn_kernel_uniform(const tn_tensor *dst, uint64_t seed, uint64_t offset, dou
 void tn_kernel_normal(const tn_tensor *dst, uint64_t seed, uint64_t offset, double mean,
                       double std, int32_t ith, int32_t nth);
 
+void tn_kernel_random_int(const tn_tensor *dst, uint64_t seed, uint64_t offset, int64_t from,
+                          uint64_t range, int32_t ith, int32_t nth);
+
+/* One thread's rows of a multinomial draw (see tn/random.h); `weights` is scratch for a row
+ * (n doubles). Returns non-zero if a row was not a valid distribution. */
+int tn_kernel_multinomial(const tn_tensor *out, const tn_tensor *probs, int32_t replacement,
+                          uint64_t seed, uint64_t offset, double *weights, int32_t ith, int32_t nth);
+
 /* Conversions used by the kernels, exposed for tests. */
 float tn_f16_to_f32(uint16_t h);
 uint16_t tn_f32_to_f16(float f);

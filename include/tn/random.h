@@ -24,6 +24,19 @@ tn_status tn_random_uniform_async(tn_stream_t stream, const tn_tensor *dst, uint
 tn_status tn_random_normal_async(tn_stream_t stream, const tn_tensor *dst, uint64_t seed,
                                  uint64_t offset, double mean, double std);
 
+/* Integers uniform in [from, from + range) (range >= 1) into an integer or float dst. */
+tn_status tn_random_int_async(tn_stream_t stream, const tn_tensor *dst, uint64_t seed,
+                              uint64_t offset, int64_t from, uint64_t range);
+
+/* Draws num_samples category indices per row of `probs` (rows x n, any float dtype, non-
+ * negative weights that need not sum to 1) into `out` (rows x num_samples, int64). Without
+ * replacement a drawn category's weight drops to zero. A row with a negative, infinite or NaN
+ * weight, or no positive weight left, fails with TN_STATUS_INVALID_ARGUMENT at the next
+ * synchronisation ("invalid multinomial distribution"). */
+tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
+                                      const tn_tensor *probs, int32_t replacement, uint64_t seed,
+                                      uint64_t offset);
+
 #ifdef __cplusplus
 }
 #endif

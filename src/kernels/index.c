@@ -63,6 +63,75 @@ tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
     return st;
 }
 
+tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
+                            const tn_tensor *src) {
+    int64_t total = tn_tensor_numel(index);
+    int32_t es = tn_dtype_size(out->dtype), ses = tn_dtype_size(src->dtype);
+    tn_status st = TN_STATUS_OK;
+    for (int64_t p = 0; p < total; p++) {
+        int64_t rem = p, io = 0, so = 0, oo = 0;
+        for (int32_t d = index->ndim - 1; d >= 0; d--) {
+            int64_t c = rem % index->sizes[d];
+            rem /= index->sizes[d];
+            io += c * index->strides[d];
+            so += c * src->strides[d];
+            if (d != dim) oo += c * out->strides[d];
+        }
+        int64_t k = ((const int64_t *)index->data)[io];
+        if (k < 0 || k >= out->sizes[dim]) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        tn_store((char *)out->data + (oo + k * out->strides[dim]) * es, out->dtype,
+                 tn_load((const char *)src->data + so * ses, src->dtype));
+    }
+    return st;
+}
+
+tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32_t k,
+                              const tn_tensor *indices, int32_t ith, int32_t nth) {
+    int32_t nb = indices[0].ndim, rest = self->ndim - k;
+    int64_t count = tn_tensor_numel(&indices[0]), first, last;
+    int32_t es = tn_dtype_size(self->dtype);
+    tn_status st = TN_STATUS_OK;
+    /* the slices copied per index position: self's and out's trailing dimensions */
+    tn_tensor src = *self, dst = *out;
+    src.ndim = dst.ndim = rest;
+    for (int32_t d = 0; d < rest; d++) {
+        src.sizes[d] = self->sizes[k + d];
+        src.strides[d] = self->strides[k + d];
+        dst.sizes[d] = out->sizes[nb + d];
+        dst.strides[d] = out->strides[nb + d];
+    }
+    tn_slice(count, ith, nth, &first, &last);
+    for (int64_t p = first; p < last; p++) {
+        int64_t off_self = 0, off_out = 0, rem = p;
+        int64_t coord[TN_MAX_DIMS];
+        for (int32_t d = nb - 1; d >= 0; d--) {
+            coord[d] = rem % indices[0].sizes[d];
+            rem /= indices[0].sizes[d];
+            off_out += coord[d] * out->strides[d];
+        }
+        int ok = 1;
+        for (int32_t j = 0; j < k; j++) {
+            int64_t io = 0;
+            for (int32_t d = 0; d < nb; d++) io += coord[d] * indices[j].strides[d];
+            int64_t v = ((const int64_t *)indices[j].data)[io];
+            if (v < 0) v += self->sizes[j];
+            if (v < 0 || v >= self->sizes[j]) ok = 0;
+            off_self += v * self->strides[j];
+        }
+        if (!ok) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        src.data = (char *)self->data + off_self * es;
+        dst.data = (char *)out->data + off_out * es;
+        tn_kernel_copy(&dst, &src, 0, 1);
+    }
+    return st;
+}
+
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,
                      const tn_tensor *b, int32_t ith, int32_t nth) {
     /* same dtype for out, a, b: a select moves element bytes */

@@ -74,3 +74,70 @@ void tn_kernel_normal(const tn_tensor *dst, uint64_t seed, uint64_t offset, doub
                       double std, int32_t ith, int32_t nth) {
     fill_random(dst, seed, offset, 1, mean, std, ith, nth);
 }
+
+int tn_kernel_multinomial(const tn_tensor *out, const tn_tensor *probs, int32_t replacement,
+                          uint64_t seed, uint64_t offset, double *weights, int32_t ith, int32_t nth) {
+    int64_t rows = probs->ndim == 2 ? probs->sizes[0] : 1;
+    int64_t n = probs->sizes[probs->ndim - 1], k = out->sizes[out->ndim - 1];
+    int64_t ps = probs->strides[probs->ndim - 1], prs = probs->ndim == 2 ? probs->strides[0] : 0;
+    int64_t os = out->strides[out->ndim - 1], ors = out->ndim == 2 ? out->strides[0] : 0;
+    int32_t es = tn_dtype_size(probs->dtype);
+    int bad = 0;
+    int64_t first, last;
+    tn_slice(rows, ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        const char *p = (const char *)probs->data + r * prs * es;
+        double total = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double w = tn_load(p + i * ps * es, probs->dtype).re;
+            if (!(w >= 0) || w == INFINITY) bad = 1;
+            weights[i] = w;
+            total += w;
+        }
+        int64_t *o = (int64_t *)out->data + r * ors;
+        for (int64_t s = 0; s < k; s++) {
+            if (!(total > 0)) {
+                bad = 1;
+                o[s * os] = 0;
+                continue;
+            }
+            double u[4];
+            block_uniforms(seed, offset, r * k + s, u);
+            double target = (1.0 - u[0]) * total, acc = 0;
+            int64_t pick = -1;
+            for (int64_t i = 0; i < n; i++) {
+                acc += weights[i];
+                if (weights[i] > 0) pick = i; /* the last positive weight catches rounding */
+                if (weights[i] > 0 && acc > target) break;
+            }
+            o[s * os] = pick;
+            if (!replacement && pick >= 0) {
+                total -= weights[pick];
+                weights[pick] = 0;
+            }
+        }
+    }
+    return bad;
+}
+
+void tn_kernel_random_int(const tn_tensor *dst, uint64_t seed, uint64_t offset, int64_t from,
+                          uint64_t range, int32_t ith, int32_t nth) {
+    int64_t numel = tn_tensor_numel(dst), first, last;
+    int32_t es = tn_dtype_size(dst->dtype);
+    tn_slice(numel, ith, nth, &first, &last);
+    for (int64_t i = first; i < last; i++) {
+        /* 64 random bits from two lanes of element i's block pair */
+        uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32), (uint32_t)offset, (uint32_t)(offset >> 32)};
+        uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, r[4];
+        tn_philox4x32_10(ctr, key, r);
+        uint64_t bits = ((uint64_t)r[0] << 32) | r[1];
+        int64_t off = 0, rem = i;
+        for (int32_t d = dst->ndim - 1; d >= 0; d--) {
+            off += (rem % dst->sizes[d]) * dst->strides[d];
+            rem /= dst->sizes[d];
+        }
+        tn_value v = {0, 0, (int64_t)((uint64_t)from + bits % range), 1};
+        v.re = (double)v.i;
+        tn_store((char *)dst->data + off * es, dst->dtype, v);
+    }
+}

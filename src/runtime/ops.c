@@ -65,6 +65,66 @@ tn_status tn_index_add_rows_async(tn_stream_t stream, const char *name, const tn
     return tn_stream_launch(stream, name ? name : "index_add", run_index_add, &t, sizeof t);
 }
 
+typedef struct scatter_task {
+    tn_tensor out, index, src;
+    int32_t dim;
+} scatter_task;
+
+static tn_status run_scatter(void *p) {
+    scatter_task *t = p;
+    if (tn_kernel_scatter(&t->out, t->dim, &t->index, &t->src) != TN_STATUS_OK)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "index out of range in self");
+    return TN_STATUS_OK;
+}
+
+tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                           int32_t dim, const tn_tensor *index, const tn_tensor *src) {
+    if (out->ndim != index->ndim || src->ndim != index->ndim || dim < 0 || dim >= out->ndim ||
+        index->dtype != TN_DTYPE_I64 || memcmp(src->sizes, index->sizes, sizeof(int64_t) * (size_t)index->ndim))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "scatter: bad operands");
+    for (int32_t d = 0; d < out->ndim; d++)
+        if (d != dim && index->sizes[d] > out->sizes[d])
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "scatter: index is larger than the output");
+    if (tn_tensor_numel(index) == 0) return TN_STATUS_OK;
+    scatter_task t = {*out, *index, *src, dim};
+    return tn_stream_launch(stream, name ? name : "scatter", run_scatter, &t, sizeof t);
+}
+
+typedef struct gather_task {
+    tn_tensor out, self;
+    int32_t k;
+    tn_tensor indices[TN_GATHER_MAX];
+    int bad;
+} gather_task;
+
+static void gather_slice(void *p, int32_t ith, int32_t nth) {
+    gather_task *t = p;
+    if (tn_kernel_gather_nd(&t->out, &t->self, t->k, t->indices, ith, nth) != TN_STATUS_OK) t->bad = 1;
+}
+
+static tn_status run_gather(void *p) {
+    gather_task *t = p;
+    tn_parallel_run(gather_slice, t, tn_tensor_numel(&t->out));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "index is out of bounds for a dimension of self")
+                  : TN_STATUS_OK;
+}
+
+tn_status tn_gather_nd_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                             const tn_tensor *self, int32_t k, const tn_tensor *indices) {
+    if (k < 1 || k > TN_GATHER_MAX || k > self->ndim || out->dtype != self->dtype)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: bad operands");
+    for (int32_t j = 0; j < k; j++)
+        if (indices[j].dtype != TN_DTYPE_I64 || indices[j].ndim != indices[0].ndim ||
+            memcmp(indices[j].sizes, indices[0].sizes, sizeof(int64_t) * (size_t)indices[0].ndim))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: index views differ");
+    if (out->ndim != indices[0].ndim + self->ndim - k)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: output rank");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    gather_task t = {*out, *self, k, {{0}}, 0};
+    for (int32_t j = 0; j < k; j++) t.indices[j] = indices[j];
+    return tn_stream_launch(stream, name ? name : "gather_nd", run_gather, &t, sizeof t);
+}
+
 typedef struct where_task {
     tn_tensor out, cond, a, b;
 } where_task;

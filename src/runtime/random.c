@@ -1,5 +1,8 @@
 /* Random-number launches (see tn/random.h). */
+#include <stdlib.h>
+
 #include "internal.h"
+#include "tn/parallel.h"
 #include "tn/kernels.h"
 #include "tn/random.h"
 
@@ -50,4 +53,78 @@ tn_status tn_random_normal_async(tn_stream_t stream, const tn_tensor *dst, uint6
                                  uint64_t offset, double mean, double std) {
     random_task t = {.seed = seed, .offset = offset, .a = mean, .b = std, .normal = 1};
     return launch(stream, dst, &t, "normal_");
+}
+
+typedef struct random_int_task {
+    tn_tensor dst;
+    uint64_t seed, offset, range;
+    int64_t from;
+} random_int_task;
+
+static void random_int_slice(void *p, int32_t ith, int32_t nth) {
+    random_int_task *t = p;
+    tn_kernel_random_int(&t->dst, t->seed, t->offset, t->from, t->range, ith, nth);
+}
+
+static tn_status run_random_int(void *p) {
+    random_int_task *t = p;
+    tn_parallel_run(random_int_slice, t, tn_tensor_numel(&t->dst));
+    return TN_STATUS_OK;
+}
+
+tn_status tn_random_int_async(tn_stream_t stream, const tn_tensor *dst, uint64_t seed,
+                              uint64_t offset, int64_t from, uint64_t range) {
+    if (range == 0 || dst->ndim > TN_MAX_DIMS || dst->dtype >= TN_DTYPE_C64)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "random_: empty range or bad tensor");
+    if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
+    random_int_task t = {*dst, seed, offset, range, from};
+    return tn_stream_launch(stream, "aten::random_", run_random_int, &t, sizeof t);
+}
+
+typedef struct multinomial_task {
+    tn_tensor out, probs;
+    int32_t replacement;
+    uint64_t seed, offset;
+    int bad, failed;
+} multinomial_task;
+
+static _Thread_local double *row_weights;
+static _Thread_local int64_t row_weights_len;
+
+static void multinomial_slice(void *p, int32_t ith, int32_t nth) {
+    multinomial_task *t = p;
+    int64_t n = t->probs.sizes[t->probs.ndim - 1];
+    if (row_weights_len < n) {
+        double *grown = realloc(row_weights, sizeof(double) * (size_t)n);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        row_weights = grown;
+        row_weights_len = n;
+    }
+    if (tn_kernel_multinomial(&t->out, &t->probs, t->replacement, t->seed, t->offset, row_weights, ith, nth))
+        t->bad = 1;
+}
+
+static tn_status run_multinomial(void *p) {
+    multinomial_task *t = p;
+    tn_parallel_run(multinomial_slice, t, tn_tensor_numel(&t->probs));
+    if (t->failed) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for multinomial rows");
+    if (t->bad)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT,
+                        "invalid multinomial distribution (encountering probability entry < 0, inf or "
+                        "nan, or sum of probabilities <= 0)");
+    return TN_STATUS_OK;
+}
+
+tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
+                                      const tn_tensor *probs, int32_t replacement, uint64_t seed,
+                                      uint64_t offset) {
+    if (probs->ndim < 1 || probs->ndim > 2 || out->ndim != probs->ndim || out->dtype != TN_DTYPE_I64 ||
+        (probs->ndim == 2 && out->sizes[0] != probs->sizes[0]))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "multinomial: bad operands");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    multinomial_task t = {*out, *probs, replacement, seed, offset, 0, 0};
+    return tn_stream_launch(stream, "aten::multinomial", run_multinomial, &t, sizeof t);
 }

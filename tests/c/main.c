@@ -41,7 +41,8 @@ int tn_test_failures;
     X(test_layer_norm_kernel)    \
     X(test_sequence_kernels)     \
     X(test_index_add_rows)       \
-    X(test_sort_kernel)
+    X(test_sort_kernel)          \
+    X(test_gather_nd_kernel)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

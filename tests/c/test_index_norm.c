@@ -126,3 +126,24 @@ void test_sort_kernel(void) {
     tn_kernel_sort(&ttop, &ttidx, &tin, 1, scratch, 0, 1);
     CHECK(isnan(top[0][0]) && top[0][1] == 3 && tidx[0][1] == 0 && top[1][0] == 5 && tidx[1][1] == 1);
 }
+
+void test_gather_nd_kernel(void) {
+    float m[3][4] = {{0, 1, 2, 3}, {10, 11, 12, 13}, {20, 21, 22, 23}};
+    int64_t rows[2] = {2, -3}, cols[3] = {0, 3, 1};
+    float out[2][3];
+    tn_tensor self = {.data = m, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 4}, .strides = {4, 1}};
+    /* rows broadcast along the column axis, cols along the row axis: out[i][j] = m[rows[i]][cols[j]] */
+    tn_tensor idx[2] = {{.data = rows, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {2, 3}, .strides = {1, 0}},
+                        {.data = cols, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {2, 3}, .strides = {0, 1}}};
+    tn_tensor to = {.data = out, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+    CHECK_OK(tn_kernel_gather_nd(&to, &self, 2, idx, 0, 1));
+    CHECK(out[0][0] == 20 && out[0][1] == 23 && out[1][2] == 1);
+    /* one index on dim 0 keeps the rows whole */
+    float rowsout[2][4];
+    tn_tensor one = {.data = rows, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {2}, .strides = {1}};
+    tn_tensor tr = {.data = rowsout, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 4}, .strides = {4, 1}};
+    CHECK_OK(tn_kernel_gather_nd(&tr, &self, 1, &one, 0, 1));
+    CHECK(rowsout[0][3] == 23 && rowsout[1][1] == 1);
+    rows[0] = 3;
+    CHECK(tn_kernel_gather_nd(&tr, &self, 1, &one, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+}

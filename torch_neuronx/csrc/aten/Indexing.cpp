@@ -5,9 +5,11 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/scatter.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/eq.h>
@@ -174,9 +176,75 @@ Tensor& isin_out(const Tensor& elements, const Tensor& test, bool assume_unique,
   return out.copy_(invert ? at::logical_not(hit) : hit);
 }
 
+// out = self with src's values written at index along dim (the index's shape selects src).
+Tensor& scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "scatter(): Expected dtype int64 for index");
+  if (!elementwise_dtypes_ok({self.scalar_type(), src.scalar_type()}) || self.dim() == 0 ||
+      index.dim() != self.dim() || src.dim() != self.dim())
+    return via_fallback<at::_ops::scatter_src_out>(self, dim, index, src, out);
+  same_device("scatter", self, index);
+  same_device("scatter", self, src);
+  int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  for (int64_t k = 0; k < self.dim(); k++)
+    TORCH_CHECK(index.size(k) <= src.size(k) && (k == d || index.size(k) <= self.size(k)),
+                "Expected index ", index.sizes(), " to be smaller than self ", self.sizes(),
+                " apart from dimension ", d, " and to be smaller size than src ", src.sizes());
+  at::native::resize_output(out, self.sizes());
+  if (!out.is_same(self)) out.copy_(self);
+  track_native("aten::scatter.src_out");
+  if (index.numel() == 0) return out;
+  Tensor src_view = src.as_strided(index.sizes(), src.strides(), src.storage_offset());
+  tn_tensor o = to_tn_view(out), i = to_tn_view(index), x = to_tn_view(src_view);
+  check(tn_scatter_async(current_stream(out.device().index()), "aten::scatter.src_out", &o, static_cast<int32_t>(d),
+                         &i, &x));
+  return out;
+}
+
+// self[i0, ..., i(k-1)] with integer index tensors on the leading dimensions (the common
+// forms: x[idx], mask[batch_idx, kv_idx]); boolean masks and other layouts use the fallback.
+Tensor& index_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices, Tensor& out) {
+  std::vector<Tensor> idx;
+  bool leading = true;
+  for (size_t j = 0; j < indices.size(); j++) {
+    std::optional<Tensor> t = indices[j];
+    if (!t.has_value() || !t->defined()) {
+      leading = false;
+      continue;
+    }
+    if (!leading || (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)) {
+      idx.clear();
+      break;
+    }
+    idx.push_back(*t);
+  }
+  if (idx.empty() || idx.size() > TN_GATHER_MAX || static_cast<int64_t>(idx.size()) > self.dim() ||
+      !elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
+    return via_fallback<at::_ops::index_Tensor_out>(self, indices, out);
+  std::vector<int64_t> b = idx[0].sizes().vec();
+  for (size_t j = 1; j < idx.size(); j++) b = at::infer_size(b, idx[j].sizes());
+  std::vector<int64_t> shape = b;
+  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); d++) shape.push_back(self.size(d));
+  at::native::resize_output(out, shape);
+  track_native("aten::index.Tensor_out");
+  if (out.numel() == 0) return out;
+  std::vector<Tensor> keep;  // device int64 copies stay alive until the launch has its views
+  tn_tensor views[TN_GATHER_MAX];
+  for (size_t j = 0; j < idx.size(); j++) {
+    keep.push_back(idx[j].to(self.device(), at::kLong).expand(b));
+    views[j] = to_tn_view(keep.back());
+  }
+  tn_tensor o = to_tn_view(out), x = to_tn_view(self);
+  check(tn_gather_nd_async(current_stream(out.device().index()), "aten::index.Tensor_out", &o, &x,
+                           static_cast<int32_t>(idx.size()), views));
+  // the int64 copies are freed in stream order: the gather reads them first
+  return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index.Tensor_out", index_out);
+  m.impl("scatter.src_out", scatter_src_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("isin.Tensor_Tensor_out", isin_out);
   m.impl("index_select.out", index_select_out);

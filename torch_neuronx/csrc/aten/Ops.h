@@ -40,6 +40,8 @@ at::Tensor& zero_(at::Tensor& self);
 // Random.cpp: draws from the device generator
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen);
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen);
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen);
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen);
 
 // Fallback.cpp: every other op, on the CPU
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);

@@ -3,6 +3,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/DistributionsHelper.h>
 #include <ATen/Utils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/random.h>
 
 #include <mutex>
 
@@ -53,6 +56,40 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   tn_tensor d = to_tn_view(self);
   check(tn_random_uniform_async(current_stream(self.device().index()), &d, seed, offset, from, to));
   return self;
+}
+
+// random_(from, to): integers in [from, to); PyTorch's own range checks apply first.
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  if (!to.has_value() || !at::isIntegralType(self.scalar_type(), true) || self.scalar_type() == at::kBool)
+    return at::native::call_fallback_fn<&cpu_fallback, at::_ops::random__from>::call(self, from, to, gen);
+  TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+  track_native("aten::random_.from");
+  if (self.numel() == 0) return self;
+  at::assert_no_internal_overlap(self);
+  auto [seed, offset] = reserve(self, gen);
+  tn_tensor d = to_tn_view(self);
+  check(tn_random_int_async(current_stream(self.device().index()), &d, seed, offset, from,
+                            static_cast<uint64_t>(*to) - static_cast<uint64_t>(from)));
+  return self;
+}
+
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
+                       std::optional<at::Generator> gen) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  int64_t n = self.size(-1);
+  TORCH_CHECK(replacement || n_sample <= n, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  track_native("aten::multinomial");
+  std::vector<int64_t> shape = self.sizes().vec();
+  shape.back() = n_sample;
+  at::Tensor out = at::empty(shape, self.options().dtype(at::kLong));
+  if (out.numel() == 0) return out;
+  auto [seed, offset] = reserve(self, gen);
+  tn_tensor o = to_tn_view(out), p = to_tn_view(self);
+  check(tn_random_multinomial_async(current_stream(self.device().index()), &o, &p, replacement, seed, offset));
+  return out;
 }
 
 } // namespace torch_neuronx::ops

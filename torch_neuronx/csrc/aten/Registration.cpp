@@ -25,6 +25,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("record_stream", record_stream);
   m.impl("normal_", normal_);
   m.impl("uniform_", uniform_);
+  m.impl("multinomial", multinomial);
+  m.impl("random_.from", random_from_);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
