@@ -1,13 +1,11 @@
-/* Launching index_select, where and layer norm on a stream, split across the thread pool. */
+/* Launching index_select, index_add, scatter, advanced-index gathers and where on a stream,
+ * split across the kernel thread pool. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-#include "tn/index.h"
-#include "tn/norm.h"
 #include "tn/parallel.h"
-#include "tn/sequence.h"
-#include "tn/sort.h"
+#include "tn/index.h"
 
 typedef struct index_task {
     tn_tensor out, in, index;
@@ -152,127 +150,3 @@ tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *
     return tn_stream_launch(stream, name ? name : "where", run_where, &t, sizeof t);
 }
 
-typedef struct norm_task {
-    tn_layer_norm ln;
-    int backward;
-} norm_task;
-
-static void norm_slice(void *p, int32_t ith, int32_t nth) {
-    norm_task *t = p;
-    tn_kernel_layer_norm(&t->ln, t->backward, ith, nth);
-}
-
-static tn_status run_norm(void *p) {
-    norm_task *t = p;
-    tn_parallel_run(norm_slice, t, t->ln.rows * t->ln.n);
-    return TN_STATUS_OK;
-}
-
-static tn_status launch_norm(tn_stream_t stream, const char *name, const tn_layer_norm *ln, int backward) {
-    if (ln->rows < 0 || ln->n < 0) return tn_error(TN_STATUS_INVALID_ARGUMENT, "layer_norm: bad shape");
-    if (ln->rows == 0) return TN_STATUS_OK;
-    norm_task t = {*ln, backward};
-    return tn_stream_launch(stream, name ? name : "layer_norm", run_norm, &t, sizeof t);
-}
-
-tn_status tn_layer_norm_async(tn_stream_t stream, const char *name, const tn_layer_norm *ln) {
-    return launch_norm(stream, name, ln, 0);
-}
-
-tn_status tn_layer_norm_backward_async(tn_stream_t stream, const char *name, const tn_layer_norm *ln) {
-    return launch_norm(stream, name, ln, 1);
-}
-
-typedef struct seq_task {
-    int kind; /* 0 arange, 1 cumsum, 2 triangle */
-    tn_tensor out, in;
-    tn_scalar start, step;
-    int64_t k;
-    int32_t upper;
-} seq_task;
-
-static void seq_slice(void *p, int32_t ith, int32_t nth) {
-    seq_task *t = p;
-    if (t->kind == 0)
-        tn_kernel_arange(&t->out, &t->start, &t->step, ith, nth);
-    else if (t->kind == 1)
-        tn_kernel_cumsum(&t->out, &t->in, ith, nth);
-    else
-        tn_kernel_triangle(&t->out, &t->in, t->k, t->upper, ith, nth);
-}
-
-static tn_status run_seq(void *p) {
-    seq_task *t = p;
-    tn_parallel_run(seq_slice, t, tn_tensor_numel(&t->out));
-    return TN_STATUS_OK;
-}
-
-static tn_status launch_seq(tn_stream_t stream, const char *name, const seq_task *t) {
-    if (t->out.ndim > TN_MAX_DIMS || tn_tensor_numel(&t->out) == 0) return TN_STATUS_OK;
-    return tn_stream_launch(stream, name, run_seq, t, sizeof *t);
-}
-
-tn_status tn_arange_async(tn_stream_t stream, const tn_tensor *out, const tn_scalar *start,
-                          const tn_scalar *step) {
-    if (out->ndim != 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "arange: 1-D output expected");
-    seq_task t = {0, *out, *out, *start, *step, 0, 0};
-    return launch_seq(stream, "aten::arange.start_out", &t);
-}
-
-tn_status tn_cumsum_async(tn_stream_t stream, const tn_tensor *out, const tn_tensor *in) {
-    if (out->ndim != in->ndim || memcmp(out->sizes, in->sizes, sizeof(int64_t) * (size_t)out->ndim))
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "cumsum: operands differ in shape");
-    seq_task t = {1, *out, *in, {0}, {0}, 0, 0};
-    return launch_seq(stream, "aten::cumsum.out", &t);
-}
-
-tn_status tn_triangle_async(tn_stream_t stream, const tn_tensor *out, const tn_tensor *in,
-                            int64_t k, int32_t upper) {
-    if (out->ndim < 2 || out->ndim != in->ndim ||
-        memcmp(out->sizes, in->sizes, sizeof(int64_t) * (size_t)out->ndim) || out->dtype != in->dtype)
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "triu/tril: operands differ or are not matrices");
-    seq_task t = {2, *out, *in, {0}, {0}, k, upper};
-    return launch_seq(stream, upper ? "aten::triu.out" : "aten::tril.out", &t);
-}
-
-typedef struct sort_task {
-    tn_tensor values, indices, in;
-    int32_t descending;
-    int failed;
-} sort_task;
-
-static _Thread_local void *sort_scratch;
-static _Thread_local int64_t sort_scratch_items;
-
-static void sort_slice(void *p, int32_t ith, int32_t nth) {
-    sort_task *t = p;
-    int64_t n = t->in.ndim ? t->in.sizes[t->in.ndim - 1] : 1;
-    if (sort_scratch_items < 2 * n) {
-        void *grown = realloc(sort_scratch, (size_t)(2 * n) * 16);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        sort_scratch = grown;
-        sort_scratch_items = 2 * n;
-    }
-    tn_kernel_sort(&t->values, &t->indices, &t->in, t->descending, sort_scratch, ith, nth);
-}
-
-static tn_status run_sort(void *p) {
-    sort_task *t = p;
-    tn_parallel_run(sort_slice, t, tn_tensor_numel(&t->in) * 8);
-    return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to sort rows") : TN_STATUS_OK;
-}
-
-tn_status tn_sort_async(tn_stream_t stream, const char *name, const tn_tensor *values,
-                        const tn_tensor *indices, const tn_tensor *in, int32_t descending) {
-    int32_t nd = in->ndim;
-    if (values->ndim != nd || indices->ndim != nd || indices->dtype != TN_DTYPE_I64 ||
-        (nd && (values->sizes[nd - 1] > in->sizes[nd - 1] || indices->sizes[nd - 1] != values->sizes[nd - 1])) ||
-        (nd > 1 && memcmp(values->sizes, in->sizes, sizeof(int64_t) * (size_t)(nd - 1))))
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "sort: bad operands");
-    if (tn_tensor_numel(values) == 0) return TN_STATUS_OK;
-    sort_task t = {*values, *indices, *in, descending, 0};
-    return tn_stream_launch(stream, name ? name : "sort", run_sort, &t, sizeof t);
-}
