@@ -29,6 +29,8 @@ setup(
             sources=sources,
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "torch_neuronx", "csrc")],
             extra_objects=[os.path.join(ROOT, "build", "libtn.a")],
+            # relink whenever the C library or a public header changes
+            depends=[os.path.join(ROOT, "build", "libtn.a")] + glob.glob(os.path.join(ROOT, "include", "tn", "*.h")),
             extra_compile_args=["-O2", "-Wno-unused-parameter"],
             libraries=["m"],
         )
