@@ -34,15 +34,6 @@ void tn_kernel_arange(const tn_tensor *out, const tn_scalar *start, const tn_sca
     }
 }
 
-static int64_t row_offset(const tn_tensor *t, int64_t r, int32_t inner_dims) {
-    int64_t off = 0;
-    for (int32_t d = t->ndim - 1 - inner_dims; d >= 0; d--) {
-        off += (r % t->sizes[d]) * t->strides[d];
-        r /= t->sizes[d];
-    }
-    return off;
-}
-
 void tn_kernel_cumsum(const tn_tensor *out, const tn_tensor *in, int32_t ith, int32_t nth) {
     int64_t n = out->ndim ? out->sizes[out->ndim - 1] : 1;
     int64_t rows = n ? tn_tensor_numel(out) / n : 0, first, last;
@@ -51,8 +42,8 @@ void tn_kernel_cumsum(const tn_tensor *out, const tn_tensor *in, int32_t ith, in
     int as_int = out->dtype <= TN_DTYPE_I64;
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
-        const char *x = (const char *)in->data + row_offset(in, r, 1) * ies;
-        char *y = (char *)out->data + row_offset(out, r, 1) * oes;
+        const char *x = (const char *)in->data + tn_row_offset(in, r, 1) * ies;
+        char *y = (char *)out->data + tn_row_offset(out, r, 1) * oes;
         double fsum = 0;
         int64_t isum = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -81,8 +72,8 @@ void tn_kernel_triangle(const tn_tensor *out, const tn_tensor *in, int64_t k, in
     tn_slice(mats * rows, ith, nth, &first, &last);
     for (int64_t mr = first; mr < last; mr++) {
         int64_t m = mr / rows, i = mr % rows;
-        const char *x = (const char *)in->data + (row_offset(in, m, 2) + i * in->strides[nd - 2]) * es;
-        char *y = (char *)out->data + (row_offset(out, m, 2) + i * out->strides[nd - 2]) * es;
+        const char *x = (const char *)in->data + (tn_row_offset(in, m, 2) + i * in->strides[nd - 2]) * es;
+        char *y = (char *)out->data + (tn_row_offset(out, m, 2) + i * out->strides[nd - 2]) * es;
         for (int64_t j = 0; j < cols; j++) {
             int keep = upper ? j - i >= k : j - i <= k;
             memmove(y + j * out->strides[nd - 1] * es, keep ? x + j * in->strides[nd - 1] * es : (const char *)zero,

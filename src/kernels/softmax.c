@@ -8,19 +8,10 @@
 #include "table.h"
 #include "tn/reduce.h"
 
-static int64_t row_offset(const tn_tensor *t, int64_t r) {
-    int64_t off = 0;
-    for (int32_t d = t->ndim - 2; d >= 0; d--) {
-        off += (r % t->sizes[d]) * t->strides[d];
-        r /= t->sizes[d];
-    }
-    return off;
-}
-
 static void load_row(double *dst, const tn_tensor *t, int64_t r, int64_t n) {
     int32_t es = tn_dtype_size(t->dtype);
     int64_t st = t->ndim ? t->strides[t->ndim - 1] : 1;
-    const char *p = (const char *)t->data + row_offset(t, r) * es;
+    const char *p = (const char *)t->data + tn_row_offset(t, r, 1) * es;
     for (int64_t i = 0; i < n; i++) dst[i] = tn_load(p + i * st * es, t->dtype).re;
 }
 
@@ -39,8 +30,8 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
         if (fast) {
-            k->softmax_f32(n, (const float *)in->data + row_offset(in, r),
-                           (float *)out->data + row_offset(out, r), kind == TN_LOG_SOFTMAX);
+            k->softmax_f32(n, (const float *)in->data + tn_row_offset(in, r, 1),
+                           (float *)out->data + tn_row_offset(out, r, 1), kind == TN_LOG_SOFTMAX);
             continue;
         }
         load_row(x, in, r, n);
@@ -61,7 +52,7 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
             for (int64_t i = 0; i < n; i++)
                 w[i] = kind == TN_SOFTMAX_BACKWARD ? w[i] * (x[i] - dot) : x[i] - exp(w[i]) * dot;
         }
-        char *o = (char *)out->data + row_offset(out, r) * oes;
+        char *o = (char *)out->data + tn_row_offset(out, r, 1) * oes;
         for (int64_t i = 0; i < n; i++) {
             tn_value v = {w[i], 0, 0, 0};
             tn_store(o + i * ost * oes, out->dtype, v);

@@ -35,15 +35,6 @@ static void merge_sort(item *x, item *tmp, int64_t n, int descending) {
     }
 }
 
-static int64_t row_offset(const tn_tensor *t, int64_t r) {
-    int64_t off = 0;
-    for (int32_t d = t->ndim - 2; d >= 0; d--) {
-        off += (r % t->sizes[d]) * t->strides[d];
-        r /= t->sizes[d];
-    }
-    return off;
-}
-
 void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_tensor *in,
                     int32_t descending, void *scratch, int32_t ith, int32_t nth) {
     int32_t nd = in->ndim;
@@ -55,15 +46,15 @@ void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_
     item *items = scratch, *tmp = items + n;
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
-        const char *x = (const char *)in->data + row_offset(in, r) * ies;
+        const char *x = (const char *)in->data + tn_row_offset(in, r, 1) * ies;
         for (int64_t i = 0; i < n; i++) {
             tn_value v = tn_load(x + i * is * ies, in->dtype);
             items[i].v = v.is_int ? (double)v.i : v.re;
             items[i].pos = i;
         }
         merge_sort(items, tmp, n, descending);
-        char *vo = (char *)values->data + row_offset(values, r) * ves;
-        int64_t *io = (int64_t *)indices->data + row_offset(indices, r);
+        char *vo = (char *)values->data + tn_row_offset(values, r, 1) * ves;
+        int64_t *io = (int64_t *)indices->data + tn_row_offset(indices, r, 1);
         for (int64_t i = 0; i < k; i++) {
             /* integers are re-read from the input: a double may not hold an int64 exactly */
             tn_value v = tn_load(x + items[i].pos * is * ies, in->dtype);

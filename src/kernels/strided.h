@@ -68,6 +68,17 @@ static inline void tn_slice(int64_t n, int32_t ith, int32_t nth, int64_t *first,
     *last = *first + per < n ? *first + per : n;
 }
 
+/* Element offset of row r of a view whose last `inner` dimensions form the row (rows are
+ * numbered over the remaining leading dimensions in row-major order). */
+static inline int64_t tn_row_offset(const tn_tensor *t, int64_t r, int32_t inner) {
+    int64_t off = 0;
+    for (int32_t d = t->ndim - 1 - inner; d >= 0; d--) {
+        off += (r % t->sizes[d]) * t->strides[d];
+        r /= t->sizes[d];
+    }
+    return off;
+}
+
 /* A thread's part of a walk: rows [*r0, *r1) and, of each, elements [*e0, *e1). Many rows are
  * split by row; fewer rows than threads (a dense tensor is one row) split each row. */
 static inline void tn_walk_slice(const tn_walk *w, int32_t ith, int32_t nth, int64_t *r0,
