@@ -42,8 +42,10 @@ TEST_BIN := build/san/tn_tests
 .PHONY: all test-c check-headers clean
 all: build/libtn.a
 
+# Rebuilt from scratch: `ar r` never drops members whose source file was removed.
 build/libtn.a: $(OBJS)
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 build/rel/%.o: %.c

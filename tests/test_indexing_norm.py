@@ -153,3 +153,18 @@ def test_scatter_and_advanced_indexing():
     torch.testing.assert_close(on(m)[on(mask)].cpu(), m[mask])   # boolean mask: through the fallback
     with pytest.raises(RuntimeError, match="out of bounds"):
         on(m)[on(torch.tensor([4]))].cpu()
+
+
+def test_gather():
+    x = torch.randn(4, 6)
+    idx = torch.tensor([[5, 0], [1, 1], [2, 3], [0, 0]])
+    got = native(lambda: torch.gather(on(x), 1, on(idx)))
+    torch.testing.assert_close(got.cpu(), torch.gather(x, 1, idx))
+    rows = torch.tensor([[3, 0, 1, 2, 0, 1]])
+    torch.testing.assert_close(torch.gather(on(x), 0, on(rows)).cpu(), torch.gather(x, 0, rows))
+    logp = torch.log_softmax(torch.randn(3, 5), -1)
+    labels = torch.tensor([1, 4, 0])
+    torch.testing.assert_close(torch.gather(on(logp), -1, on(labels).unsqueeze(-1)).cpu(),
+                               torch.gather(logp, -1, labels.unsqueeze(-1)))
+    with pytest.raises(RuntimeError, match="index out of range"):
+        torch.gather(on(x), 1, on(torch.tensor([[6]]))).cpu()

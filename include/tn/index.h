@@ -42,6 +42,14 @@ tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor
 tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
                             const tn_tensor *src);
 
+/* gather: out[p] = in[p with its `dim` coordinate replaced by index[p]] for every position p
+ * of index (out and index share sizes, int64 index; in's other sizes are at least index's).
+ * Indices outside [0, in.size(dim)) fail like index_select's. */
+tn_status tn_gather_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                          const tn_tensor *in, int32_t dim, const tn_tensor *index);
+tn_status tn_kernel_gather(const tn_tensor *out, const tn_tensor *in, int32_t dim,
+                           const tn_tensor *index, int32_t ith, int32_t nth);
+
 /* Advanced indexing self[i0, i1, ..., i(k-1)] with k <= TN_GATHER_MAX index views on self's
  * first k dimensions: the index views are already broadcast to a common shape B (stride 0
  * where broadcast), out has shape B + self.shape[k:]. Negative indices count from the end;

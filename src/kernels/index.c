@@ -88,6 +88,31 @@ tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *
     return st;
 }
 
+tn_status tn_kernel_gather(const tn_tensor *out, const tn_tensor *in, int32_t dim,
+                           const tn_tensor *index, int32_t ith, int32_t nth) {
+    int64_t total = tn_tensor_numel(index), first, last;
+    int32_t es = tn_dtype_size(out->dtype);
+    tn_status st = TN_STATUS_OK;
+    tn_slice(total, ith, nth, &first, &last);
+    for (int64_t p = first; p < last; p++) {
+        int64_t rem = p, io = 0, oo = 0, so = 0;
+        for (int32_t d = index->ndim - 1; d >= 0; d--) {
+            int64_t c = rem % index->sizes[d];
+            rem /= index->sizes[d];
+            io += c * index->strides[d];
+            oo += c * out->strides[d];
+            if (d != dim) so += c * in->strides[d];
+        }
+        int64_t k = ((const int64_t *)index->data)[io];
+        if (k < 0 || k >= in->sizes[dim]) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        memcpy((char *)out->data + oo * es, (const char *)in->data + (so + k * in->strides[dim]) * es, (size_t)es);
+    }
+    return st;
+}
+
 tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32_t k,
                               const tn_tensor *indices, int32_t ith, int32_t nth) {
     int32_t nb = indices[0].ndim, rest = self->ndim - k;

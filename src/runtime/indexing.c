@@ -88,6 +88,37 @@ tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor
     return tn_stream_launch(stream, name ? name : "scatter", run_scatter, &t, sizeof t);
 }
 
+typedef struct gather_dim_task {
+    tn_tensor out, in, index;
+    int32_t dim;
+    int bad;
+} gather_dim_task;
+
+static void gather_dim_slice(void *p, int32_t ith, int32_t nth) {
+    gather_dim_task *t = p;
+    if (tn_kernel_gather(&t->out, &t->in, t->dim, &t->index, ith, nth) != TN_STATUS_OK) t->bad = 1;
+}
+
+static tn_status run_gather_dim(void *p) {
+    gather_dim_task *t = p;
+    tn_parallel_run(gather_dim_slice, t, tn_tensor_numel(&t->out));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "index out of range in self") : TN_STATUS_OK;
+}
+
+tn_status tn_gather_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                          const tn_tensor *in, int32_t dim, const tn_tensor *index) {
+    if (out->ndim != index->ndim || in->ndim != index->ndim || dim < 0 || dim >= in->ndim ||
+        index->dtype != TN_DTYPE_I64 || out->dtype != in->dtype ||
+        memcmp(out->sizes, index->sizes, sizeof(int64_t) * (size_t)index->ndim))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather: bad operands");
+    for (int32_t d = 0; d < in->ndim; d++)
+        if (d != dim && index->sizes[d] > in->sizes[d])
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather: index is larger than the input");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    gather_dim_task t = {*out, *in, *index, dim, 0};
+    return tn_stream_launch(stream, name ? name : "gather", run_gather_dim, &t, sizeof t);
+}
+
 typedef struct gather_task {
     tn_tensor out, self;
     int32_t k;

@@ -42,7 +42,8 @@ int tn_test_failures;
     X(test_sequence_kernels)     \
     X(test_index_add_rows)       \
     X(test_sort_kernel)          \
-    X(test_gather_nd_kernel)
+    X(test_gather_nd_kernel)     \
+    X(test_gather_kernel)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -147,3 +147,15 @@ void test_gather_nd_kernel(void) {
     rows[0] = 3;
     CHECK(tn_kernel_gather_nd(&tr, &self, 1, &one, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
 }
+
+void test_gather_kernel(void) {
+    float in[2][3] = {{1, 2, 3}, {4, 5, 6}}, out[2][2];
+    int64_t idx[2][2] = {{2, 0}, {1, 1}};
+    tn_tensor ti = {.data = in, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+    tn_tensor tx = {.data = idx, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {2, 2}, .strides = {2, 1}};
+    tn_tensor to = {.data = out, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {2, 2}, .strides = {2, 1}};
+    CHECK_OK(tn_kernel_gather(&to, &ti, 1, &tx, 0, 1));
+    CHECK(out[0][0] == 3 && out[0][1] == 1 && out[1][0] == 5 && out[1][1] == 5);
+    idx[1][1] = 3;
+    CHECK(tn_kernel_gather(&to, &ti, 1, &tx, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+}

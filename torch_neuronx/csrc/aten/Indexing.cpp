@@ -5,6 +5,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/masked_fill.h>
@@ -200,6 +201,25 @@ Tensor& scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index, co
   return out;
 }
 
+Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "gather(): Expected dtype int64 for index");
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.dim() == 0 || index.dim() != self.dim() ||
+      out.scalar_type() != self.scalar_type())
+    return via_fallback<at::_ops::gather_out>(self, dim, index, sparse_grad, out);
+  same_device("gather", self, index);
+  int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  for (int64_t k = 0; k < self.dim(); k++)
+    TORCH_CHECK(k == d || index.size(k) <= self.size(k), "Size does not match at dimension ", k,
+                " expected index ", index.sizes(), " to be no larger than self ", self.sizes(),
+                " apart from dimension ", d);
+  at::native::resize_output(out, index.sizes());
+  track_native("aten::gather.out");
+  if (out.numel() == 0) return out;
+  tn_tensor o = to_tn_view(out), x = to_tn_view(self), i = to_tn_view(index);
+  check(tn_gather_async(current_stream(out.device().index()), "aten::gather.out", &o, &x, static_cast<int32_t>(d), &i));
+  return out;
+}
+
 // self[i0, ..., i(k-1)] with integer index tensors on the leading dimensions (the common
 // forms: x[idx], mask[batch_idx, kv_idx]); boolean masks and other layouts use the fallback.
 Tensor& index_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices, Tensor& out) {
@@ -244,6 +264,7 @@ Tensor& index_out(const Tensor& self, const c10::List<std::optional<Tensor>>& in
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor_out", index_out);
+  m.impl("gather.out", gather_out);
   m.impl("scatter.src_out", scatter_src_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("isin.Tensor_Tensor_out", isin_out);
