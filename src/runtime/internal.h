@@ -3,6 +3,7 @@
 #define TN_RUNTIME_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tn/device_interface.h"
@@ -58,6 +59,10 @@ tn_status tn_stream_take_error(tn_stream_t stream);
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);
 void tn_usage_start(int32_t count);
 void tn_usage_forget(void);
+
+/* This thread's scratch block of at least `bytes` (64-byte aligned), or NULL when out of
+ * memory; its contents do not survive the next call (scratch.c). */
+void *tn_thread_scratch(size_t bytes);
 
 /* Adds n to a statistic, keeping its peak and running totals. */
 static inline void tn_stat_add(tn_stat *s, int64_t n) {

@@ -15,14 +15,9 @@ typedef struct gemm_task {
     int failed; /* a thread could not get its scratch */
 } gemm_task;
 
-static _Thread_local float *scratch;
-
-/* Each thread keeps its packing buffers for the life of the process. */
 static void gemm_slice(void *p, int32_t ith, int32_t nth) {
     gemm_task *t = p;
-    if (!scratch && posix_memalign((void **)&scratch, 64,
-                                   (size_t)tn_gemm_scratch_floats() * sizeof(float)) != 0)
-        scratch = NULL;
+    float *scratch = tn_thread_scratch((size_t)tn_gemm_scratch_floats() * sizeof(float));
     if (scratch)
         tn_kernel_gemm(&t->g, scratch, ith, nth);
     else

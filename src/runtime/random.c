@@ -88,20 +88,13 @@ typedef struct multinomial_task {
     int bad, failed;
 } multinomial_task;
 
-static _Thread_local double *row_weights;
-static _Thread_local int64_t row_weights_len;
-
 static void multinomial_slice(void *p, int32_t ith, int32_t nth) {
     multinomial_task *t = p;
     int64_t n = t->probs.sizes[t->probs.ndim - 1];
-    if (row_weights_len < n) {
-        double *grown = realloc(row_weights, sizeof(double) * (size_t)n);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        row_weights = grown;
-        row_weights_len = n;
+    double *row_weights = tn_thread_scratch(sizeof(double) * (size_t)n);
+    if (!row_weights) {
+        t->failed = 1;
+        return;
     }
     if (tn_kernel_multinomial(&t->out, &t->probs, t->replacement, t->seed, t->offset, row_weights, ith, nth))
         t->bad = 1;

@@ -55,20 +55,13 @@ typedef struct softmax_task {
     int failed;
 } softmax_task;
 
-static _Thread_local double *row_scratch;
-static _Thread_local int64_t row_scratch_len;
-
 static void softmax_slice(void *p, int32_t ith, int32_t nth) {
     softmax_task *t = p;
     int64_t n = t->out.ndim ? t->out.sizes[t->out.ndim - 1] : 1;
-    if (row_scratch_len < 2 * n) {
-        double *grown = realloc(row_scratch, sizeof(double) * (size_t)(2 * n));
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        row_scratch = grown;
-        row_scratch_len = 2 * n;
+    double *row_scratch = tn_thread_scratch(sizeof(double) * (size_t)(2 * n));
+    if (!row_scratch) {
+        t->failed = 1;
+        return;
     }
     tn_kernel_softmax(t->kind, &t->out, &t->in, &t->y, row_scratch, ith, nth);
 }

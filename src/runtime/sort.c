@@ -12,20 +12,13 @@ typedef struct sort_task {
     int failed;
 } sort_task;
 
-static _Thread_local void *sort_scratch;
-static _Thread_local int64_t sort_scratch_items;
-
 static void sort_slice(void *p, int32_t ith, int32_t nth) {
     sort_task *t = p;
     int64_t n = t->in.ndim ? t->in.sizes[t->in.ndim - 1] : 1;
-    if (sort_scratch_items < 2 * n) {
-        void *grown = realloc(sort_scratch, (size_t)(2 * n) * 16);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        sort_scratch = grown;
-        sort_scratch_items = 2 * n;
+    void *sort_scratch = tn_thread_scratch((size_t)(2 * n) * 16);
+    if (!sort_scratch) {
+        t->failed = 1;
+        return;
     }
     tn_kernel_sort(&t->values, &t->indices, &t->in, t->descending, sort_scratch, ith, nth);
 }
