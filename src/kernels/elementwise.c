@@ -140,26 +140,18 @@ static int is_logical(tn_binary_op op) {
     return op >= TN_BINARY_LOGICAL_AND && op <= TN_BINARY_LOGICAL_XOR;
 }
 
+/* Comparisons from the three orderings; with a NaN all three are false, so only NE holds. */
 static int compare(tn_binary_op op, tn_value a, tn_value b, int as_int) {
-    if (as_int) {
-        int64_t x = a.i, y = b.i;
-        switch (op) {
-        case TN_BINARY_EQ: return x == y;
-        case TN_BINARY_NE: return x != y;
-        case TN_BINARY_LT: return x < y;
-        case TN_BINARY_LE: return x <= y;
-        case TN_BINARY_GT: return x > y;
-        default: return x >= y;
-        }
-    }
-    double x = a.re, y = b.re;
+    int lt = as_int ? a.i < b.i : a.re < b.re;
+    int eq = as_int ? a.i == b.i : a.re == b.re;
+    int gt = as_int ? a.i > b.i : a.re > b.re;
     switch (op) {
-    case TN_BINARY_EQ: return x == y;
-    case TN_BINARY_NE: return x != y;
-    case TN_BINARY_LT: return x < y;
-    case TN_BINARY_LE: return x <= y;
-    case TN_BINARY_GT: return x > y;
-    default: return x >= y;
+    case TN_BINARY_EQ: return eq;
+    case TN_BINARY_NE: return !eq;
+    case TN_BINARY_LT: return lt;
+    case TN_BINARY_LE: return lt || eq;
+    case TN_BINARY_GT: return gt;
+    default: return gt || eq;
     }
 }
 
