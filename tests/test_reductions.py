@@ -57,6 +57,36 @@ def test_reductions(name, dtype):
     check(REDUCTIONS[name], make((4, 7, 9), dtype))
 
 
+VARIANCES = {
+    "var_all": lambda x: x.var(),
+    "var_dim": lambda x: torch.var(x, 1),
+    "std_dims_keep": lambda x: torch.std(x, (0, 2), keepdim=True),
+    "var_correction0": lambda x: torch.var(x, -1, correction=0),
+    "std_correction2": lambda x: torch.std(x, 0, correction=2),
+    "var_mean": lambda x: torch.var_mean(x, 1),
+    "std_mean_all": lambda x: torch.std_mean(x),
+    "std_mean_strided": lambda x: torch.std_mean(x.transpose(0, 2), (1, 2), keepdim=True),
+    "var_dof_zero": lambda x: torch.var(x, 0, correction=4),      # N - correction = 0: inf/nan
+    "var_empty": lambda x: torch.var(x[:, :0], 1),                # NaN over an empty dimension
+    "var_int": lambda x: torch.var(x.to(torch.int64)),            # error, as on the CPU
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom")
+@pytest.mark.parametrize("name", list(VARIANCES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_var_std(name, dtype):
+    check(VARIANCES[name], make((4, 7, 9), dtype) * 3 + 1)
+
+
+def test_std_gradient():
+    x = torch.randn(6, 10, requires_grad=True)
+    d = x.detach().to("neuron").requires_grad_()
+    torch.std(x, 1).sum().backward()
+    torch.std(d, 1).sum().backward()
+    torch.testing.assert_close(d.grad.cpu(), x.grad, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_mean_prod_and_dtype_arguments(dtype):
     x = make((5, 6, 7), dtype)

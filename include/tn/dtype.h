@@ -27,6 +27,8 @@ typedef enum tn_dtype {
 /* Bytes per element; 0 for an unknown dtype. */
 int32_t tn_dtype_size(tn_dtype dtype);
 const char *tn_dtype_name(tn_dtype dtype);
+/* 1 for the real floating types (f16, bf16, f32, f64). */
+int tn_dtype_is_float(tn_dtype dtype);
 
 #ifdef __cplusplus
 }

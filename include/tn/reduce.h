@@ -41,6 +41,13 @@ tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
 void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *indices,
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth);
 
+/* Variance over the reduced dimensions of `var` (stride 0 there, as for tn_reduce_async):
+ * sum((x - mean)^2) / max(0, N - correction), computed in double with two passes; its square
+ * root with take_sqrt. `mean`: NULL, or a float view shaped like var that receives the mean. */
+tn_status tn_var_async(tn_stream_t stream, const char *name, const tn_tensor *var,
+                       const tn_tensor *mean, const tn_tensor *in, double correction, int take_sqrt);
+void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
+                   double correction, int take_sqrt, int32_t ith, int32_t nth);
 typedef enum tn_softmax_kind {
     TN_SOFTMAX,
     TN_LOG_SOFTMAX,

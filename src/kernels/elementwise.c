@@ -16,10 +16,6 @@
 
 #define CHUNK 256
 
-static inline int is_float(tn_dtype t) {
-    return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16 || t == TN_DTYPE_F32 || t == TN_DTYPE_F64;
-}
-
 static inline int is_half(tn_dtype t) { return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16; }
 
 static void widen(float *dst, const uint16_t *src, int64_t stride, int64_t n, tn_dtype t) {
@@ -86,7 +82,7 @@ static tn_value unary_value(tn_unary_op op, tn_value v, tn_dtype compute) {
     if (op == TN_UNARY_LOGICAL_NOT) {
         r.i = v.is_int ? v.i == 0 : v.re == 0;
         r.is_int = 1;
-    } else if (is_float(compute)) {
+    } else if (tn_dtype_is_float(compute)) {
         r.re = unary_double(op, v.is_int ? (double)v.i : v.re);
     } else {
         r.i = unary_int(op, tn_value_to_i64(v), compute == TN_DTYPE_BOOL);
@@ -196,7 +192,7 @@ static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, 
 static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_scalar *alpha,
                              tn_dtype compute, int *zero_div) {
     tn_value r = {0, 0, 0, 1};
-    int as_int = !is_float(compute);
+    int as_int = !tn_dtype_is_float(compute);
     if (as_int) {
         a.i = tn_value_to_i64(a);
         b.i = tn_value_to_i64(b);

@@ -43,16 +43,33 @@ static void split_dims(split *s, const tn_tensor *out, const tn_tensor *idx, con
             }
 }
 
+/* Offsets of output number o in out, idx and in. */
+static void output_offsets(const split *s, int64_t o, int64_t *out, int64_t *idx, int64_t *in) {
+    *out = *idx = *in = 0;
+    for (int32_t d = s->nkept - 1; d >= 0; d--) {
+        int64_t k = o % s->kept_sizes[d];
+        o /= s->kept_sizes[d];
+        *out += k * s->kept_out[d];
+        *idx += k * s->kept_idx[d];
+        *in += k * s->kept_in[d];
+    }
+}
+
+/* Input offset of reduced row r (the innermost reduced dimension runs along the row). */
+static int64_t row_base(const split *s, int64_t base, int64_t r) {
+    for (int32_t d = s->nred - 2; d >= 0; d--) {
+        base += (r % s->red_sizes[d]) * s->red_in[d];
+        r /= s->red_sizes[d];
+    }
+    return base;
+}
+
 typedef struct acc {
     double f;     /* float accumulator / extreme */
     int64_t i;    /* integer accumulator / extreme */
     int64_t pos;  /* position of the extreme */
     int started;
 } acc;
-
-static inline int is_float(tn_dtype t) {
-    return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16 || t == TN_DTYPE_F32 || t == TN_DTYPE_F64;
-}
 
 /* float32 contiguous sum with 16 partial sums (vectorizes without reassociation). */
 static double sum_f32_row(const float *x, int64_t n) {
@@ -99,29 +116,18 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth) {
     split s;
     split_dims(&s, out, idx, in);
-    int fl = is_float(in->dtype);
+    int fl = tn_dtype_is_float(in->dtype);
     int32_t ies = tn_dtype_size(in->dtype), oes = tn_dtype_size(out->dtype);
     int64_t row = s.nred ? s.red_sizes[s.nred - 1] : 1, row_stride = s.nred ? s.red_in[s.nred - 1] : 0;
     int64_t rows = row ? s.nreduce / row : 0;
     int64_t first, last;
     tn_slice(s.nout, ith, nth, &first, &last);
     for (int64_t o = first; o < last; o++) {
-        int64_t off_out = 0, off_idx = 0, off_in = 0, rem = o;
-        for (int32_t d = s.nkept - 1; d >= 0; d--) {
-            int64_t k = rem % s.kept_sizes[d];
-            rem /= s.kept_sizes[d];
-            off_out += k * s.kept_out[d];
-            off_idx += k * s.kept_idx[d];
-            off_in += k * s.kept_in[d];
-        }
+        int64_t off_out, off_idx, off_in;
+        output_offsets(&s, o, &off_out, &off_idx, &off_in);
         acc a = {op == TN_REDUCE_PROD ? 1.0 : 0.0, op == TN_REDUCE_PROD || op == TN_REDUCE_ALL, 0, 0};
         for (int64_t r = 0; r < rows; r++) {
-            int64_t base = off_in, rr = r;
-            for (int32_t d = s.nred - 2; d >= 0; d--) {
-                base += (rr % s.red_sizes[d]) * s.red_in[d];
-                rr /= s.red_sizes[d];
-            }
-            const char *p = (const char *)in->data + base * ies;
+            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
             if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
                 a.f += sum_f32_row((const float *)p, row);
                 continue;
@@ -148,6 +154,47 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
         if (idx) {
             tn_value pv = {(double)a.pos, 0, a.pos, 1};
             tn_store((char *)idx->data + off_idx * 8, TN_DTYPE_I64, pv);
+        }
+    }
+}
+
+void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
+                   double correction, int take_sqrt, int32_t ith, int32_t nth) {
+    split s;
+    split_dims(&s, var, mean, in);
+    int32_t ies = tn_dtype_size(in->dtype), oes = tn_dtype_size(var->dtype);
+    int64_t row = s.nred ? s.red_sizes[s.nred - 1] : 1, row_stride = s.nred ? s.red_in[s.nred - 1] : 0;
+    int64_t rows = row ? s.nreduce / row : 0;
+    double n = (double)s.nreduce, denom = n - correction > 0 ? n - correction : 0;
+    int64_t first, last;
+    tn_slice(s.nout, ith, nth, &first, &last);
+    for (int64_t o = first; o < last; o++) {
+        int64_t off_out, off_mean, off_in;
+        output_offsets(&s, o, &off_out, &off_mean, &off_in);
+        /* two passes in double: the mean, then the squared deviations from it */
+        double sum = 0, m2 = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
+            if (in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+                sum += sum_f32_row((const float *)p, row);
+                continue;
+            }
+            for (int64_t i = 0; i < row; i++) sum += tn_load(p + i * row_stride * ies, in->dtype).re;
+        }
+        double mu = sum / n;
+        for (int64_t r = 0; r < rows; r++) {
+            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
+            for (int64_t i = 0; i < row; i++) {
+                double d = tn_load(p + i * row_stride * ies, in->dtype).re - mu;
+                m2 += d * d;
+            }
+        }
+        double v = m2 / denom; /* 0/0 is NaN and x/0 is inf, as PyTorch gives */
+        tn_value out_v = {take_sqrt ? sqrt(v) : v, 0, 0, 0};
+        tn_store((char *)var->data + off_out * oes, var->dtype, out_v);
+        if (mean) {
+            tn_value mv = {mu, 0, 0, 0};
+            tn_store((char *)mean->data + off_mean * tn_dtype_size(mean->dtype), mean->dtype, mv);
         }
     }
 }

@@ -38,3 +38,8 @@ int64_t tn_tensor_numel(const tn_tensor *t) {
     for (int32_t d = 0; d < t->ndim; d++) n *= t->sizes[d];
     return n;
 }
+
+int tn_dtype_is_float(tn_dtype dtype) {
+    return dtype == TN_DTYPE_F16 || dtype == TN_DTYPE_BF16 || dtype == TN_DTYPE_F32 ||
+           dtype == TN_DTYPE_F64;
+}

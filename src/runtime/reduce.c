@@ -49,6 +49,38 @@ tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
     return tn_stream_launch(stream, name ? name : "reduce", run_reduce, &t, sizeof t);
 }
 
+typedef struct var_task {
+    tn_tensor var, mean, in;
+    int has_mean, take_sqrt;
+    double correction;
+} var_task;
+
+static void var_slice(void *p, int32_t ith, int32_t nth) {
+    var_task *t = p;
+    tn_kernel_var(&t->var, t->has_mean ? &t->mean : NULL, &t->in, t->correction, t->take_sqrt,
+                  ith, nth);
+}
+
+static tn_status run_var(void *p) {
+    var_task *t = p;
+    int64_t outputs = 1;
+    for (int32_t d = 0; d < t->var.ndim; d++)
+        if (t->var.strides[d] != 0) outputs *= t->var.sizes[d];
+    tn_parallel_run(var_slice, t, outputs > 1 ? 2 * tn_tensor_numel(&t->in) : 0);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_var_async(tn_stream_t stream, const char *name, const tn_tensor *var,
+                       const tn_tensor *mean, const tn_tensor *in, double correction, int take_sqrt) {
+    tn_status st = same_shape(var, in);
+    if (st == TN_STATUS_OK && mean) st = same_shape(mean, in);
+    if (st != TN_STATUS_OK) return st;
+    if (!tn_dtype_is_float(var->dtype) || (mean && !tn_dtype_is_float(mean->dtype)))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "variance outputs must be floating point");
+    var_task t = {*var, mean ? *mean : *var, *in, mean != NULL, take_sqrt, correction};
+    return tn_stream_launch(stream, name ? name : "var", run_var, &t, sizeof t);
+}
+
 typedef struct softmax_task {
     tn_softmax_kind kind;
     tn_tensor out, in, y;

@@ -36,6 +36,7 @@ int tn_test_failures;
     X(test_gemm_every_isa)       \
     X(test_gemm_launch_bf16_output) \
     X(test_reductions)           \
+    X(test_var_kernel)           \
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \

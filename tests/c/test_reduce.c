@@ -60,6 +60,23 @@ void test_reductions(void) {
     CHECK(s == 500.0f);
 }
 
+void test_var_kernel(void) {
+    float x[2][4] = {{1, 2, 3, 4}, {-2, -2, -2, -2}};
+    float var[2], mean[2];
+    tn_tensor in = t2(x, TN_DTYPE_F32, 2, 4, 4, 1);
+    tn_tensor ov = t2(var, TN_DTYPE_F32, 2, 4, 1, 0), om = t2(mean, TN_DTYPE_F32, 2, 4, 1, 0);
+    for (int k = 0; k < 2; k++) tn_kernel_var(&ov, &om, &in, 1.0, 0, k, 2);
+    CHECK(fabsf(var[0] - 5.0f / 3.0f) < 1e-6f && var[1] == 0 && mean[0] == 2.5f && mean[1] == -2);
+    /* std over dim 0 of the columns, no correction */
+    double sd[4];
+    tn_tensor osd = t2(sd, TN_DTYPE_F64, 2, 4, 0, 1);
+    tn_kernel_var(&osd, NULL, &in, 0.0, 1, 0, 1);
+    CHECK(fabs(sd[0] - 1.5) < 1e-12 && fabs(sd[3] - 3.0) < 1e-12);
+    /* N - correction <= 0: 0/0 is NaN, x/0 is inf */
+    tn_kernel_var(&ov, NULL, &in, 4.0, 0, 0, 1);
+    CHECK(isinf(var[0]) && isnan(var[1]));
+}
+
 void test_softmax_kernels(void) {
     float x[2][4] = {{1, 2, 3, 4}, {-1000, 0, 1000, 1000}};
     float y[2][4], ly[2][4], g[2][4] = {{1, 0, 0, 0}, {0.5f, 0.5f, 0.5f, 0.5f}}, gi[2][4];

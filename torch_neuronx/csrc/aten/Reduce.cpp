@@ -1,4 +1,5 @@
-// Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any.
+// Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any,
+// var/std (with their means).
 // make_reduction builds the TensorIterator PyTorch's own kernels use (output shape, dtype,
 // keepdim); the C kernel reduces along the dimensions where the output has stride 0.
 #include <ATen/native/ReduceOpsUtils.h>
@@ -13,7 +14,11 @@
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
 #include <ATen/ops/prod.h>
+#include <ATen/ops/std.h>
+#include <ATen/ops/std_mean.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/var.h>
+#include <ATen/ops/var_mean.h>
 
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
@@ -162,6 +167,61 @@ Tensor full_extreme(const Tensor& self) {
   return out;
 }
 
+// var / std over `dim` (all dimensions when absent); `mean` undefined unless wanted.
+void launch_var(const char* name, const Tensor& self, at::OptionalIntArrayRef dim,
+                const std::optional<c10::Scalar>& correction, bool keepdim, bool take_sqrt,
+                Tensor& var, Tensor* mean) {
+  const char* what = take_sqrt ? "std" : "var";
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), what,
+              "(): input dtype should be floating point, but got ", self.scalar_type());
+  double c = correction.has_value() ? correction->toDouble() : 1.0;
+  auto iter = mean ? at::native::make_reduction(what, var, *mean, self, dim, keepdim, self.scalar_type(),
+                                                self.scalar_type())
+                   : at::native::make_reduction(what, var, self, dim, keepdim, self.scalar_type());
+  track_native(name);
+  int64_t outputs = std::max<int64_t>(var.numel(), 1);
+  if (static_cast<double>(self.numel() / outputs) - c <= 0)
+    TORCH_WARN(what, "(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).");
+  if (iter.numel() == 0) {  // an empty reduction: NaN, as PyTorch gives
+    var.fill_(std::numeric_limits<double>::quiet_NaN());
+    if (mean) mean->fill_(std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
+  tn_tensor v = iter_view(iter, 0), in = iter_view(iter, mean ? 2 : 1);
+  tn_tensor m = mean ? iter_view(iter, 1) : v;
+  check(tn_var_async(current_stream(iter.device(0).index()), name, &v, mean ? &m : nullptr, &in, c,
+                     take_sqrt));
+}
+
+template <class Op, bool take_sqrt>
+Tensor& var_out(const Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+                bool keepdim, Tensor& out) {
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self, dim, correction, keepdim, out);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), take_sqrt ? "std" : "var",
+              "(): expected out dtype ", self.scalar_type(), " but got ", out.scalar_type());
+  launch_var(op_name<Op>(), self, dim, correction, keepdim, take_sqrt, out, nullptr);
+  return out;
+}
+
+template <class Op, bool take_sqrt>
+Tensor var(const Tensor& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+           bool keepdim) {
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self, dim, correction, keepdim);
+  Tensor out = at::empty({0}, self.options());
+  launch_var(op_name<Op>(), self, dim, correction, keepdim, take_sqrt, out, nullptr);
+  return out;
+}
+
+template <class Op, bool take_sqrt>
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, at::OptionalIntArrayRef dim,
+                                    const std::optional<c10::Scalar>& correction, bool keepdim) {
+  if (!reducible(self.scalar_type())) return via_fallback<Op>(self, dim, correction, keepdim);
+  Tensor out = at::empty({0}, self.options()), mean = at::empty({0}, self.options());
+  launch_var(op_name<Op>(), self, dim, correction, keepdim, take_sqrt, out, &mean);
+  return {out, mean};
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -182,6 +242,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.all_out", logical_all_out<at::_ops::all_all_out, TN_REDUCE_ALL>);
   m.impl("any.all_out", logical_all_out<at::_ops::any_all_out, TN_REDUCE_ANY>);
   m.impl("any.out", logical_dim_out<at::_ops::any_out, TN_REDUCE_ANY>);
+  m.impl("var.correction_out", var_out<at::_ops::var_correction_out, false>);
+  m.impl("std.correction_out", var_out<at::_ops::std_correction_out, true>);
+  m.impl("var.correction", var<at::_ops::var_correction, false>);
+  m.impl("std.correction", var<at::_ops::std_correction, true>);
+  m.impl("var_mean.correction", var_mean<at::_ops::var_mean_correction, false>);
+  m.impl("std_mean.correction", var_mean<at::_ops::std_mean_correction, true>);
 }
 
 } // namespace torch_neuronx::ops
