@@ -60,6 +60,25 @@ tn_status tn_gather_nd_async(tn_stream_t stream, const char *name, const tn_tens
 tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32_t k,
                               const tn_tensor *indices, int32_t ith, int32_t nth);
 
+/* index_put: self[i0, ..., i(k-1)] = values (or += with accumulate), the index views laid
+ * out as for gather_nd and values a view of shape B + self.shape[k:] (stride 0 where
+ * broadcast), self's dtype. Accumulation runs on one thread, so repeated indices add up in
+ * order; without it, which of the repeated writes wins is unspecified, as in PyTorch. */
+tn_status tn_index_put_async(tn_stream_t stream, const char *name, const tn_tensor *self,
+                             int32_t k, const tn_tensor *indices, const tn_tensor *values,
+                             int accumulate);
+tn_status tn_kernel_index_put(const tn_tensor *self, int32_t k, const tn_tensor *indices,
+                              const tn_tensor *values, int accumulate, int32_t ith, int32_t nth);
+/* nonzero in two launches: the count of non-zero elements of `in` into the int64 scalar
+ * `count`, then (with the count read back, as a device must do to size the result) the
+ * row-major coordinates of those elements into `out`, an int64 (count x in.ndim) view. A
+ * count that no longer matches (in changed in between) fails at the next synchronisation. */
+tn_status tn_count_nonzero_async(tn_stream_t stream, const char *name, const tn_tensor *count,
+                                 const tn_tensor *in);
+tn_status tn_nonzero_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                           const tn_tensor *in);
+int64_t tn_kernel_count_nonzero(const tn_tensor *in);
+tn_status tn_kernel_nonzero(const tn_tensor *out, const tn_tensor *in);
 tn_status tn_where_async(tn_stream_t stream, const char *name, const tn_tensor *out,
                          const tn_tensor *cond, const tn_tensor *a, const tn_tensor *b);
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,

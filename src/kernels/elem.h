@@ -42,6 +42,11 @@ static inline tn_value tn_load(const void *p, tn_dtype t) {
     return v;
 }
 
+static inline int tn_is_nonzero(const void *p, tn_dtype t) {
+    tn_value v = tn_load(p, t);
+    return v.is_int ? v.i != 0 : (v.re != 0 || v.im != 0);
+}
+
 static inline int64_t tn_value_to_i64(tn_value v) {
     if (v.is_int) return v.i;
     if (!(v.re >= -9223372036854775808.0 && v.re < 9223372036854775808.0)) return INT64_MIN;

@@ -3,6 +3,7 @@
 
 #include "elem.h"
 #include "strided.h"
+#include "tn/elementwise.h"
 #include "tn/index.h"
 #include "tn/kernels.h"
 
@@ -113,48 +114,126 @@ tn_status tn_kernel_gather(const tn_tensor *out, const tn_tensor *in, int32_t di
     return st;
 }
 
+/* Offset in self of index position p (a flat position in the common index shape) for the
+ * k index views; 0 if an index is out of range. Negative indices count from the end. */
+static int nd_offsets(const tn_tensor *self, int32_t k, const tn_tensor *indices, int64_t p,
+                      int64_t *off_self, int64_t *coord) {
+    int32_t nb = indices[0].ndim;
+    for (int32_t d = nb - 1; d >= 0; d--) {
+        coord[d] = p % indices[0].sizes[d];
+        p /= indices[0].sizes[d];
+    }
+    int ok = 1;
+    *off_self = 0;
+    for (int32_t j = 0; j < k; j++) {
+        int64_t io = 0;
+        for (int32_t d = 0; d < nb; d++) io += coord[d] * indices[j].strides[d];
+        int64_t v = ((const int64_t *)indices[j].data)[io];
+        if (v < 0) v += self->sizes[j];
+        if (v < 0 || v >= self->sizes[j]) ok = 0;
+        *off_self += v * self->strides[j];
+    }
+    return ok;
+}
+
+/* The slice of `t` past its first `lead` dimensions, as a view of `rest` dimensions. */
+static tn_tensor trailing(const tn_tensor *t, int32_t lead) {
+    tn_tensor r = *t;
+    r.ndim = t->ndim - lead;
+    for (int32_t d = 0; d < r.ndim; d++) {
+        r.sizes[d] = t->sizes[lead + d];
+        r.strides[d] = t->strides[lead + d];
+    }
+    return r;
+}
+
+static int64_t lead_offset(const tn_tensor *t, const int64_t *coord, int32_t nb) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < nb; d++) off += coord[d] * t->strides[d];
+    return off;
+}
+
 tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32_t k,
                               const tn_tensor *indices, int32_t ith, int32_t nth) {
-    int32_t nb = indices[0].ndim, rest = self->ndim - k;
+    int32_t nb = indices[0].ndim;
     int64_t count = tn_tensor_numel(&indices[0]), first, last;
     int32_t es = tn_dtype_size(self->dtype);
     tn_status st = TN_STATUS_OK;
     /* the slices copied per index position: self's and out's trailing dimensions */
-    tn_tensor src = *self, dst = *out;
-    src.ndim = dst.ndim = rest;
-    for (int32_t d = 0; d < rest; d++) {
-        src.sizes[d] = self->sizes[k + d];
-        src.strides[d] = self->strides[k + d];
-        dst.sizes[d] = out->sizes[nb + d];
-        dst.strides[d] = out->strides[nb + d];
-    }
+    tn_tensor src = trailing(self, k), dst = trailing(out, nb);
     tn_slice(count, ith, nth, &first, &last);
     for (int64_t p = first; p < last; p++) {
-        int64_t off_self = 0, off_out = 0, rem = p;
-        int64_t coord[TN_MAX_DIMS];
-        for (int32_t d = nb - 1; d >= 0; d--) {
-            coord[d] = rem % indices[0].sizes[d];
-            rem /= indices[0].sizes[d];
-            off_out += coord[d] * out->strides[d];
-        }
-        int ok = 1;
-        for (int32_t j = 0; j < k; j++) {
-            int64_t io = 0;
-            for (int32_t d = 0; d < nb; d++) io += coord[d] * indices[j].strides[d];
-            int64_t v = ((const int64_t *)indices[j].data)[io];
-            if (v < 0) v += self->sizes[j];
-            if (v < 0 || v >= self->sizes[j]) ok = 0;
-            off_self += v * self->strides[j];
-        }
-        if (!ok) {
+        int64_t off_self, coord[TN_MAX_DIMS];
+        if (!nd_offsets(self, k, indices, p, &off_self, coord)) {
             st = TN_STATUS_INVALID_ARGUMENT;
             continue;
         }
         src.data = (char *)self->data + off_self * es;
-        dst.data = (char *)out->data + off_out * es;
+        dst.data = (char *)out->data + lead_offset(out, coord, nb) * es;
         tn_kernel_copy(&dst, &src, 0, 1);
     }
     return st;
+}
+
+tn_status tn_kernel_index_put(const tn_tensor *self, int32_t k, const tn_tensor *indices,
+                              const tn_tensor *values, int accumulate, int32_t ith, int32_t nth) {
+    int32_t nb = indices[0].ndim;
+    int64_t count = tn_tensor_numel(&indices[0]), first, last;
+    int32_t es = tn_dtype_size(self->dtype);
+    tn_status st = TN_STATUS_OK;
+    tn_tensor dst = trailing(self, k), src = trailing(values, nb);
+    tn_dtype compute = self->dtype == TN_DTYPE_F16 || self->dtype == TN_DTYPE_BF16 ? TN_DTYPE_F32 : self->dtype;
+    tn_scalar one = {TN_SCALAR_KIND_INT, 1, 1.0, 0.0};
+    tn_slice(count, ith, nth, &first, &last);
+    for (int64_t p = first; p < last; p++) {
+        int64_t off_self, coord[TN_MAX_DIMS];
+        if (!nd_offsets(self, k, indices, p, &off_self, coord)) {
+            st = TN_STATUS_INVALID_ARGUMENT;
+            continue;
+        }
+        dst.data = (char *)self->data + off_self * es;
+        src.data = (char *)values->data + lead_offset(values, coord, nb) * es;
+        if (accumulate)
+            tn_kernel_binary(TN_BINARY_ADD, &dst, &dst, &src, &one, compute, 0, 1);
+        else
+            tn_kernel_copy(&dst, &src, 0, 1);
+    }
+    return st;
+}
+
+int64_t tn_kernel_count_nonzero(const tn_tensor *in) {
+    const tn_tensor *views[1] = {in};
+    tn_walk w;
+    tn_walk_init(&w, views, 1);
+    int32_t es = tn_dtype_size(in->dtype);
+    int64_t n = w.sizes[w.ndim - 1], s = w.strides[0][w.ndim - 1], count = 0, rows = tn_walk_rows(&w);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *x = (const char *)in->data + tn_walk_row_offset(&w, 0, r) * es;
+        for (int64_t i = 0; i < n; i++) count += tn_is_nonzero(x + i * s * es, in->dtype);
+    }
+    return count;
+}
+
+tn_status tn_kernel_nonzero(const tn_tensor *out, const tn_tensor *in) {
+    int64_t numel = tn_tensor_numel(in), rows = out->sizes[0], found = 0;
+    int32_t es = tn_dtype_size(in->dtype), nd = in->ndim;
+    int64_t coord[TN_MAX_DIMS] = {0}, off = 0;
+    for (int64_t p = 0; p < numel; p++) {
+        if (tn_is_nonzero((const char *)in->data + off * es, in->dtype)) {
+            if (found == rows) return TN_STATUS_INVALID_ARGUMENT;
+            int64_t *row = (int64_t *)out->data + found * out->strides[0];
+            for (int32_t d = 0; d < nd; d++) row[d * out->strides[1]] = coord[d];
+            found++;
+        }
+        /* next coordinate, row-major */
+        for (int32_t d = nd - 1; d >= 0; d--) {
+            off += in->strides[d];
+            if (++coord[d] < in->sizes[d]) break;
+            off -= in->strides[d] * in->sizes[d];
+            coord[d] = 0;
+        }
+    }
+    return found == rows ? TN_STATUS_OK : TN_STATUS_INVALID_ARGUMENT;
 }
 
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,

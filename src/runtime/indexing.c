@@ -119,6 +119,17 @@ tn_status tn_gather_async(tn_stream_t stream, const char *name, const tn_tensor 
     return tn_stream_launch(stream, name ? name : "gather", run_gather_dim, &t, sizeof t);
 }
 
+static tn_status check_index_views(const tn_tensor *self, int32_t k, const tn_tensor *indices) {
+    if (k < 1 || k > TN_GATHER_MAX || k > self->ndim)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "advanced indexing: 1 to %d index views expected",
+                        TN_GATHER_MAX);
+    for (int32_t j = 0; j < k; j++)
+        if (indices[j].dtype != TN_DTYPE_I64 || indices[j].ndim != indices[0].ndim ||
+            memcmp(indices[j].sizes, indices[0].sizes, sizeof(int64_t) * (size_t)indices[0].ndim))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "advanced indexing: index views differ");
+    return TN_STATUS_OK;
+}
+
 typedef struct gather_task {
     tn_tensor out, self;
     int32_t k;
@@ -140,18 +151,83 @@ static tn_status run_gather(void *p) {
 
 tn_status tn_gather_nd_async(tn_stream_t stream, const char *name, const tn_tensor *out,
                              const tn_tensor *self, int32_t k, const tn_tensor *indices) {
-    if (k < 1 || k > TN_GATHER_MAX || k > self->ndim || out->dtype != self->dtype)
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: bad operands");
-    for (int32_t j = 0; j < k; j++)
-        if (indices[j].dtype != TN_DTYPE_I64 || indices[j].ndim != indices[0].ndim ||
-            memcmp(indices[j].sizes, indices[0].sizes, sizeof(int64_t) * (size_t)indices[0].ndim))
-            return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: index views differ");
-    if (out->ndim != indices[0].ndim + self->ndim - k)
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: output rank");
+    tn_status st = check_index_views(self, k, indices);
+    if (st != TN_STATUS_OK) return st;
+    if (out->dtype != self->dtype || out->ndim != indices[0].ndim + self->ndim - k)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "gather_nd: out must match self's dtype and rank");
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     gather_task t = {*out, *self, k, {{0}}, 0};
     for (int32_t j = 0; j < k; j++) t.indices[j] = indices[j];
     return tn_stream_launch(stream, name ? name : "gather_nd", run_gather, &t, sizeof t);
+}
+
+typedef struct index_put_task {
+    tn_tensor self, values;
+    int32_t k;
+    tn_tensor indices[TN_GATHER_MAX];
+    int accumulate, bad;
+} index_put_task;
+
+static void index_put_slice(void *p, int32_t ith, int32_t nth) {
+    index_put_task *t = p;
+    if (tn_kernel_index_put(&t->self, t->k, t->indices, &t->values, t->accumulate, ith, nth) !=
+        TN_STATUS_OK)
+        t->bad = 1;
+}
+
+static tn_status run_index_put(void *p) {
+    index_put_task *t = p;
+    /* accumulation stays on one thread: repeated indices must add up, not race */
+    tn_parallel_run(index_put_slice, t, t->accumulate ? 0 : tn_tensor_numel(&t->values));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "index is out of bounds for a dimension of self")
+                  : TN_STATUS_OK;
+}
+
+tn_status tn_index_put_async(tn_stream_t stream, const char *name, const tn_tensor *self,
+                             int32_t k, const tn_tensor *indices, const tn_tensor *values,
+                             int accumulate) {
+    tn_status st = check_index_views(self, k, indices);
+    if (st != TN_STATUS_OK) return st;
+    if (values->dtype != self->dtype || values->ndim != indices[0].ndim + self->ndim - k)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "index_put: values must match self's dtype and rank");
+    if (tn_tensor_numel(values) == 0) return TN_STATUS_OK;
+    index_put_task t = {*self, *values, k, {{0}}, accumulate, 0};
+    for (int32_t j = 0; j < k; j++) t.indices[j] = indices[j];
+    return tn_stream_launch(stream, name ? name : "index_put", run_index_put, &t, sizeof t);
+}
+
+typedef struct nonzero_task {
+    tn_tensor out, in;
+} nonzero_task;
+
+static tn_status run_count_nonzero(void *p) {
+    nonzero_task *t = p;
+    *(int64_t *)t->out.data = tn_kernel_count_nonzero(&t->in);
+    return TN_STATUS_OK;
+}
+
+static tn_status run_nonzero(void *p) {
+    nonzero_task *t = p;
+    return tn_kernel_nonzero(&t->out, &t->in) == TN_STATUS_OK
+               ? TN_STATUS_OK
+               : tn_error(TN_STATUS_INVALID_ARGUMENT, "nonzero: the input changed between counting and writing");
+}
+
+tn_status tn_count_nonzero_async(tn_stream_t stream, const char *name, const tn_tensor *count,
+                                 const tn_tensor *in) {
+    if (count->dtype != TN_DTYPE_I64 || tn_tensor_numel(count) != 1)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "count_nonzero: an int64 scalar output expected");
+    nonzero_task t = {*count, *in};
+    return tn_stream_launch(stream, name ? name : "count_nonzero", run_count_nonzero, &t, sizeof t);
+}
+
+tn_status tn_nonzero_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                           const tn_tensor *in) {
+    if (out->dtype != TN_DTYPE_I64 || out->ndim != 2 || out->sizes[1] != in->ndim)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "nonzero: an int64 (count x ndim) output expected");
+    if (out->sizes[0] == 0 && tn_tensor_numel(in) == 0) return TN_STATUS_OK;
+    nonzero_task t = {*out, *in};
+    return tn_stream_launch(stream, name ? name : "nonzero", run_nonzero, &t, sizeof t);
 }
 
 typedef struct where_task {

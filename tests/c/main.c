@@ -44,6 +44,7 @@ int tn_test_failures;
     X(test_index_add_rows)       \
     X(test_sort_kernel)          \
     X(test_gather_nd_kernel)     \
+    X(test_index_put_and_nonzero_kernels) \
     X(test_gather_kernel)
 
 #define DECLARE(name) void name(void);

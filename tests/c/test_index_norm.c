@@ -148,6 +148,36 @@ void test_gather_nd_kernel(void) {
     CHECK(tn_kernel_gather_nd(&tr, &self, 1, &one, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
 }
 
+void test_index_put_and_nonzero_kernels(void) {
+    float m[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    int64_t rows[3] = {1, -1, 1};
+    float vals[3][2] = {{1, 2}, {10, 20}, {100, 200}};
+    tn_tensor self = {.data = m, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    tn_tensor idx = {.data = rows, .dtype = TN_DTYPE_I64, .ndim = 1, .sizes = {3}, .strides = {1}};
+    tn_tensor v = {.data = vals, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    /* accumulate: the repeated row 1 adds both of its values */
+    CHECK_OK(tn_kernel_index_put(&self, 1, &idx, &v, 1, 0, 1));
+    CHECK(m[1][0] == 101 && m[1][1] == 202 && m[2][0] == 10 && m[0][0] == 0);
+    /* a broadcast value (stride 0) written, not added */
+    tn_tensor b = v;
+    b.strides[0] = b.strides[1] = 0;
+    CHECK_OK(tn_kernel_index_put(&self, 1, &idx, &b, 0, 0, 1));
+    CHECK(m[1][0] == 1 && m[1][1] == 1 && m[2][1] == 1);
+    rows[0] = 3;
+    CHECK(tn_kernel_index_put(&self, 1, &idx, &v, 0, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+    /* nonzero of a transposed view: row-major coordinates of the view */
+    uint8_t mask[2][3] = {{1, 0, 1}, {0, 1, 0}};
+    tn_tensor mt = {.data = mask, .dtype = TN_DTYPE_BOOL, .ndim = 2, .sizes = {3, 2}, .strides = {1, 3}};
+    CHECK(tn_kernel_count_nonzero(&mt) == 3);
+    int64_t coords[3][2];
+    tn_tensor co = {.data = coords, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    CHECK_OK(tn_kernel_nonzero(&co, &mt));
+    CHECK(coords[0][0] == 0 && coords[0][1] == 0 && coords[1][0] == 1 && coords[1][1] == 1 &&
+          coords[2][0] == 2 && coords[2][1] == 0);
+    co.sizes[0] = 2; /* fewer rows than non-zeros: refused */
+    CHECK(tn_kernel_nonzero(&co, &mt) == TN_STATUS_INVALID_ARGUMENT);
+}
+
 void test_gather_kernel(void) {
     float in[2][3] = {{1, 2, 3}, {4, 5, 6}}, out[2][2];
     int64_t idx[2][2] = {{2, 0}, {1, 1}};

@@ -6,7 +6,6 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gather.h>
-#include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -220,50 +219,9 @@ Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sp
   return out;
 }
 
-// self[i0, ..., i(k-1)] with integer index tensors on the leading dimensions (the common
-// forms: x[idx], mask[batch_idx, kv_idx]); boolean masks and other layouts use the fallback.
-Tensor& index_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices, Tensor& out) {
-  std::vector<Tensor> idx;
-  bool leading = true;
-  for (size_t j = 0; j < indices.size(); j++) {
-    std::optional<Tensor> t = indices[j];
-    if (!t.has_value() || !t->defined()) {
-      leading = false;
-      continue;
-    }
-    if (!leading || (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)) {
-      idx.clear();
-      break;
-    }
-    idx.push_back(*t);
-  }
-  if (idx.empty() || idx.size() > TN_GATHER_MAX || static_cast<int64_t>(idx.size()) > self.dim() ||
-      !elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
-    return via_fallback<at::_ops::index_Tensor_out>(self, indices, out);
-  std::vector<int64_t> b = idx[0].sizes().vec();
-  for (size_t j = 1; j < idx.size(); j++) b = at::infer_size(b, idx[j].sizes());
-  std::vector<int64_t> shape = b;
-  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); d++) shape.push_back(self.size(d));
-  at::native::resize_output(out, shape);
-  track_native("aten::index.Tensor_out");
-  if (out.numel() == 0) return out;
-  std::vector<Tensor> keep;  // device int64 copies stay alive until the launch has its views
-  tn_tensor views[TN_GATHER_MAX];
-  for (size_t j = 0; j < idx.size(); j++) {
-    keep.push_back(idx[j].to(self.device(), at::kLong).expand(b));
-    views[j] = to_tn_view(keep.back());
-  }
-  tn_tensor o = to_tn_view(out), x = to_tn_view(self);
-  check(tn_gather_nd_async(current_stream(out.device().index()), "aten::index.Tensor_out", &o, &x,
-                           static_cast<int32_t>(idx.size()), views));
-  // the int64 copies are freed in stream order: the gather reads them first
-  return out;
-}
-
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("index.Tensor_out", index_out);
   m.impl("gather.out", gather_out);
   m.impl("scatter.src_out", scatter_src_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
