@@ -38,6 +38,7 @@ GETS = {
     "ellipsis": lambda x, i, j, m: x[..., j],
     "empty_index": lambda x, i, j, m: x[i[:0]],
     "cpu_index": lambda x, i, j, m: x[i.cpu()],
+    "broadcast_both": lambda x, i, j, m: x[i[:, :1], j],             # (2, 1) with (2,): (2, 2)
 }
 
 

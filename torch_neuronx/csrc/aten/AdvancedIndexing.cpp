@@ -48,6 +48,14 @@ struct IndexPlan {
   std::vector<int64_t> to_kernel_layout;  // permutes a result-shaped tensor into B + rest
 };
 
+bool broadcastable(c10::IntArrayRef a, c10::IntArrayRef b) {
+  for (size_t i = 1; i <= std::min(a.size(), b.size()); i++) {
+    int64_t x = a[a.size() - i], y = b[b.size() - i];
+    if (x != y && x != 1 && y != 1) return false;
+  }
+  return true;
+}
+
 // nullopt when the kernels cannot take this indexing (too many index tensors).
 std::optional<IndexPlan> plan_indexing(const Tensor& self, const IndexList& raw) {
   std::vector<Tensor> idx;  // one per indexed dimension of self; undefined for ':'
@@ -96,7 +104,7 @@ std::optional<IndexPlan> plan_indexing(const Tensor& self, const IndexList& raw)
   if (indexed.size() > TN_GATHER_MAX) return std::nullopt;
   std::vector<int64_t> b = defined[0].sizes().vec();
   for (size_t j = 1; j < defined.size(); j++) {
-    TORCH_CHECK_INDEX(at::is_expandable_to(defined[j].sizes(), b) || at::is_expandable_to(b, defined[j].sizes()),
+    TORCH_CHECK_INDEX(broadcastable(b, defined[j].sizes()),
                       "shape mismatch: indexing tensors could not be broadcast together with shapes ", b, ", ",
                       defined[j].sizes());
     b = at::infer_size(b, defined[j].sizes());
