@@ -11,33 +11,33 @@ GAPS = {
     ('forward', 'add', 'bool'):
         'sample 10 (b8[5, 5], b8[5, 5], alpha=False): neuron result differs: 8/25 elements differ, first at flat index 2: True vs False',
     ('forward', 'div.trunc_rounding', 'bfloat16'):
-        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements (and 3 more samples)",
+        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
     ('forward', 'div.trunc_rounding', 'float16'):
-        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements (and 1 more samples)",
+        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
     ('forward', 'lerp', 'bfloat16'):
         'sample 1 (bf16[5, 5], bf16[5], 0.4): neuron result differs: max abs diff 0.0125 (rel 2); 1/25 elements',
     ('forward', 'lerp', 'float16'):
-        'sample 1 (f16[5, 5], f16[5], 0.4): neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements (and 2 more samples)',
+        'sample 1 (f16[5, 5], f16[5], 0.4): neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements [3 of 14 samples fail]',
     ('forward', 'addcmul', 'bfloat16'):
         'sample 3 (bf16[5, 5], bf16[5, 1], bf16[1, 5], value=3.14): neuron result differs: max abs diff 0.0181 (rel 0.282); 1/25 elements',
     ('forward', 'addcmul', 'float16'):
-        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14): neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements (and 5 more samples)',
+        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14): neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements [6 of 12 samples fail]',
     ('forward', 'addcdiv', 'bfloat16'):
-        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]): neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements (and 3 more samples)',
+        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]): neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements [4 of 12 samples fail]',
     ('forward', 'addcdiv', 'float16'):
-        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]): neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements (and 3 more samples)',
+        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]): neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements [4 of 12 samples fail]',
     ('forward', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'gather', 'bfloat16'):
-        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'gather', 'float16'):
-        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'gather', 'int64'):
-        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'gather', 'int32'):
-        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'gather', 'bool'):
-        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('forward', 'scatter', 'float32'):
         'sample 3 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
     ('forward', 'scatter', 'bfloat16'):
@@ -51,72 +51,84 @@ GAPS = {
     ('forward', 'scatter', 'bool'):
         'sample 2 (b8[10, 5], 0, i32[5, 5], b8[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
     ('forward', 'arange', 'int64'):
-        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu'): wrong shape [3] (CPU [2]) (and 6 more samples)",
+        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu'): wrong shape [3] (CPU [2]) [7 of 27 samples fail]",
     ('forward', 'arange', 'int32'):
-        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu'): neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 (and 2 more samples)",
+        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu'): neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 [3 of 27 samples fail]",
+    ('forward', 'masked_select', 'float32'):
+        'sample 4 (f32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('forward', 'masked_select', 'bfloat16'):
+        'sample 4 (bf16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('forward', 'masked_select', 'float16'):
+        'sample 4 (f16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('forward', 'masked_select', 'int64'):
+        'sample 4 (i64[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('forward', 'masked_select', 'int32'):
+        'sample 4 (i32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('forward', 'masked_select', 'bool'):
+        'sample 4 (b8[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
     ('forward', '_foreach_add[long]', 'bfloat16'):
-        'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0156 (rel 0.125); 1/121 elements (and 3 more samples)',
+        'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0156 (rel 0.125); 1/121 elements',
     ('forward', '_foreach_add[long]', 'float16'):
-        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[0]: neuron result differs: max abs diff 0.00195 (rel 0.0712); 4/400 elements (and 49 more samples)',
+        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[0]: neuron result differs: max abs diff 0.00195 (rel 0.0712); 4/400 elements [2 of 14 samples fail]',
     ('forward', '_foreach_addcmul', 'float32'):
-        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcmul', 'bfloat16'):
-        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcmul', 'float16'):
-        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcmul[long]', 'float32'):
-        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 3 more samples)',
+        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [4 of 24 samples fail]',
     ('forward', '_foreach_addcmul[long]', 'bfloat16'):
-        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[4]: neuron result differs: max abs diff 0.0273 (rel 0.0787); 1/256 elements (and 167 more samples)',
+        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[4]: neuron result differs: max abs diff 0.0273 (rel 0.0787); 1/256 elements [23 of 24 samples fail]',
     ('forward', '_foreach_addcmul[long]', 'float16'):
-        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[2]: neuron result differs: max abs diff 0.00293 (rel 0.00699); 2/324 elements (and 347 more samples)',
+        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[2]: neuron result differs: max abs diff 0.00293 (rel 0.00699); 2/324 elements [24 of 24 samples fail]',
     ('forward', '_foreach_addcdiv', 'float32'):
-        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcdiv', 'bfloat16'):
-        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcdiv', 'float16'):
-        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 1 more samples)',
+        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
     ('forward', '_foreach_addcdiv[long]', 'float32'):
-        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) (and 3 more samples)',
+        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [4 of 24 samples fail]',
     ('forward', '_foreach_addcdiv[long]', 'bfloat16'):
-        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[5]: neuron result differs: max abs diff 0.0151 (rel 0.193); 1/225 elements (and 127 more samples)',
+        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[5]: neuron result differs: max abs diff 0.0151 (rel 0.193); 1/225 elements [20 of 24 samples fail]',
     ('forward', '_foreach_addcdiv[long]', 'float16'):
-        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[1]: neuron result differs: max abs diff 0.00192 (rel 0.141); 2/361 elements (and 275 more samples)',
+        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[1]: neuron result differs: max abs diff 0.00192 (rel 0.141); 2/361 elements [24 of 24 samples fail]',
     ('forward', '_foreach_lerp[long]', 'bfloat16'):
-        'sample 5 ([bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [0.8169,0.8856,0.9854,0.5132,...)[3]: neuron result differs: max abs diff 0.0156 (rel 0.861); 4/289 elements (and 11 more samples)',
+        'sample 5 ([bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [0.8169,0.8856,0.9854,0.5132,...)[3]: neuron result differs: max abs diff 0.0156 (rel 0.861); 4/289 elements [2 of 12 samples fail]',
     ('forward', '_foreach_lerp[long]', 'float16'):
-        'sample 4 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [8,2,1,2,...])[1]: neuron result differs: max abs diff 0.00195 (rel 0.00325); 1/361 elements (and 35 more samples)',
+        'sample 4 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [8,2,1,2,...])[1]: neuron result differs: max abs diff 0.00195 (rel 0.00325); 1/361 elements [4 of 12 samples fail]',
     # --- out
     ('out', 'add', 'bool'):
         'sample 10 (b8[5, 5], b8[5, 5], alpha=False) out=: neuron result differs: 8/25 elements differ, first at flat index 2: True vs False',
     ('out', 'div.trunc_rounding', 'bfloat16'):
-        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements (and 3 more samples)",
+        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
     ('out', 'div.trunc_rounding', 'float16'):
-        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements (and 1 more samples)",
+        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
     ('out', 'lerp', 'bfloat16'):
         'sample 1 (bf16[5, 5], bf16[5], 0.4) out=: neuron result differs: max abs diff 0.0125 (rel 2); 1/25 elements',
     ('out', 'lerp', 'float16'):
-        'sample 1 (f16[5, 5], f16[5], 0.4) out=: neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements (and 2 more samples)',
+        'sample 1 (f16[5, 5], f16[5], 0.4) out=: neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements [3 of 14 samples fail]',
     ('out', 'addcmul', 'bfloat16'):
         'sample 3 (bf16[5, 5], bf16[5, 1], bf16[1, 5], value=3.14) out=: neuron result differs: max abs diff 0.0181 (rel 0.282); 1/25 elements',
     ('out', 'addcmul', 'float16'):
-        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14) out=: neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements (and 5 more samples)',
+        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14) out=: neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements [6 of 12 samples fail]',
     ('out', 'addcdiv', 'bfloat16'):
-        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]) out=: neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements (and 3 more samples)',
+        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]) out=: neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements [4 of 12 samples fail]',
     ('out', 'addcdiv', 'float16'):
-        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]) out=: neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements (and 3 more samples)',
+        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]) out=: neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements [4 of 12 samples fail]',
     ('out', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'gather', 'bfloat16'):
-        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'gather', 'float16'):
-        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'gather', 'int64'):
-        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'gather', 'int32'):
-        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'gather', 'bool'):
-        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('out', 'scatter', 'float32'):
         'sample 3 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
     ('out', 'scatter', 'bfloat16'):
@@ -130,31 +142,43 @@ GAPS = {
     ('out', 'scatter', 'bool'):
         'sample 2 (b8[10, 5], 0, i32[5, 5], b8[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
     ('out', 'arange', 'int64'):
-        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu') out=: wrong shape [3] (CPU [2]) (and 6 more samples)",
+        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu') out=: wrong shape [3] (CPU [2]) [7 of 27 samples fail]",
     ('out', 'arange', 'int32'):
-        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu') out=: neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 (and 2 more samples)",
+        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu') out=: neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 [3 of 27 samples fail]",
+    ('out', 'masked_select', 'float32'):
+        'sample 4 (f32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('out', 'masked_select', 'bfloat16'):
+        'sample 4 (bf16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('out', 'masked_select', 'float16'):
+        'sample 4 (f16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('out', 'masked_select', 'int64'):
+        'sample 4 (i64[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('out', 'masked_select', 'int32'):
+        'sample 4 (i32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
+    ('out', 'masked_select', 'bool'):
+        'sample 4 (b8[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
     # --- gradients
     ('gradients', 'nn.functional.layer_norm', 'float32'):
-        "sample 0 (f32[1, 2, 3], (1,2,3), f32[1, 2, 3], f32[1, 2, 3], eps=0.5): neuron raised RuntimeError: shape '[1, 2, 3]' is invalid for input of size 1 (the CPU did not) (and 1 more samples)",
+        "sample 0 (f32[1, 2, 3], (1,2,3), f32[1, 2, 3], f32[1, 2, 3], eps=0.5): neuron raised RuntimeError: shape '[1, 2, 3]' is invalid for input of size 1 (the CPU did not) [2 of 5 samples fail]",
     ('gradients', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) (and 2 more samples)',
+        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
     ('gradients', 'scatter', 'float32'):
         'sample 1 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
     # --- error_inputs
     ('error_inputs', 'nn.functional.gelu', '*'):
         "error input 0 (f32[], approximate='asdf'): no error raised on neuron (CPU: RuntimeError: approximate argument must be either none or tanh.)",
     ('error_inputs', 'masked_fill', '*'):
-        'error input 1 (f32[2, 2], b8[], 1j): no error raised on neuron (CPU: RuntimeError: value cannot be converted to type float without overflow) (and 1 more error inputs)',
+        'error input 1 (f32[2, 2], b8[], 1j): no error raised on neuron (CPU: RuntimeError: value cannot be converted to type float without overflow) [2 of 3 error inputs fail]',
     ('error_inputs', 'index_select', '*'):
         'error input 0 (f32[3, 6], 1, i64[2], out=f32[2, 6](strided)): no error raised on neuron (CPU: RuntimeError: unsupported operation: more than one element of the written-to tensor refers to a single memory l...)',
     ('error_inputs', 'gather', '*'):
-        'error input 5 (f32[6], 0, i64[3], out=f32[3](strided)): no error raised on neuron (CPU: RuntimeError: unsupported operation: more than one element of the written-to tensor refers to a single memory l...) (and 2 more error inputs)',
+        'error input 5 (f32[6], 0, i64[3], out=f32[3](strided)): no error raised on neuron (CPU: RuntimeError: unsupported operation: more than one element of the written-to tensor refers to a single memory l...) [3 of 8 error inputs fail]',
     ('error_inputs', 'cat', '*'):
-        'error input 6 ((f32[0],f32[4, 6]), dim=0, out=f32[0]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) (and 1 more error inputs)',
+        'error input 6 ((f32[0],f32[4, 6]), dim=0, out=f32[0]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) [2 of 14 error inputs fail]',
     ('error_inputs', 'arange', '*'):
         'error input 6 (0, 64, 0.5, out=i64[0]): no error raised on neuron (CPU: ValueError: step must be nonzero)',
     ('error_inputs', 'masked_select', '*'):
-        'error input 1 (f32[6], b8[6], out=f32[6]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) (and 1 more error inputs)',
+        'error input 1 (f32[6], b8[6], out=f32[6]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) [2 of 3 error inputs fail]',
     # --- native
     ('native', 'pow', 'int64'):
         'falls back: aten::pow.Tensor_Tensor_out (all 9 samples)',
@@ -310,24 +334,8 @@ GAPS = {
         "falls back: aten::scatter.reduce_out (8/18 samples, e.g. 1: b8[10, 5], 0, i64[5, 5], b8[5, 5], reduce='add'); aten::scatter.src_out (1/18 samples, e.g. 14: b8[], 0, i64[], b8[]); aten::scatter.value_out (1/18 samples, e.g. 16: b8[], 0, i64[], 2.5); aten::scatter.value_reduce_out (1/18 samples, e.g. 17: b8[], 0, i64[], 2.5, reduce='add')",
     ('native', 'scatter_add', '*'):
         'falls back: aten::scatter_add.out (all 7 samples)',
-    ('native', 'index_put', '*'):
-        'falls back: aten::_index_put_impl_ (all 4 samples)',
-    ('native', '__getitem__', 'float32'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: f32[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: f32[5, 5, 5], b8[5])',
-    ('native', '__getitem__', 'bfloat16'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: bf16[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: bf16[5, 5, 5], b8[5])',
-    ('native', '__getitem__', 'float16'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: f16[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: f16[5, 5, 5], b8[5])',
-    ('native', '__getitem__', 'int64'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: i64[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: i64[5, 5, 5], b8[5])',
-    ('native', '__getitem__', 'int32'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: i32[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: i32[5, 5, 5], b8[5])',
-    ('native', '__getitem__', 'bool'):
-        'falls back: aten::index.Tensor_out (4/16 samples, e.g. 5: b8[5, 5, 5], (slice(None, None, None),slice(None, None, None),[0,3])); aten::nonzero (1/16 samples, e.g. 14: b8[5, 5, 5], b8[5])',
-    ('native', 'nonzero', '*'):
-        'falls back: aten::nonzero (all 24 samples)',
-    ('native', 'masked_select', '*'):
-        'falls back: aten::masked_select (all 7 samples)',
+    ('native', 'index_put', 'bool'):
+        'falls back: aten::_index_put_impl_ (2/4 samples, e.g. 2: b8[5, 5], (i64[2]), b8[2, 5], accumulate=True)',
     ('native', '_foreach_addcmul', 'int64'):
         'falls back: aten::addcmul.out (all 8 samples)',
     ('native', '_foreach_addcmul', 'int32'):
@@ -399,8 +407,6 @@ GAPS = {
     # --- native_backward
     ('native_backward', 'abs', 'float32'):
         'falls back: aten::sgn.out (all 1 samples)',
-    ('native_backward', 'masked_fill', 'float32'):
-        'falls back: aten::masked_select (1/4 samples, e.g. 1: f32[5, 5], b8[5, 5], f32[])',
     ('native_backward', 'max.reduction_no_dim', 'float32'):
         'falls back: aten::isnan (all 2 samples)',
     ('native_backward', 'max.reduction_with_dim', 'float32'):
@@ -409,8 +415,6 @@ GAPS = {
         'falls back: aten::isnan (all 2 samples)',
     ('native_backward', 'min.reduction_with_dim', 'float32'):
         'falls back: aten::scatter.src_out (2/4 samples, e.g. 2: f32[], 0)',
-    ('native_backward', 'prod', 'float32'):
-        'falls back: aten::nonzero (2/4 samples, e.g. 0: f32[5, 5, 5])',
     ('native_backward', 'norm', 'float32'):
         'falls back: aten::sgn.out (2/4 samples, e.g. 2: f32[5, 5], 0.5)',
     ('native_backward', 'norm.inf', 'float32'):
@@ -431,10 +435,6 @@ GAPS = {
         'falls back: aten::scatter_add.out (4/7 samples, e.g. 0: f32[10, 5], 0, i64[5, 5])',
     ('native_backward', 'scatter', 'float32'):
         'falls back: aten::scatter.value_out (4/5 samples, e.g. 0: f32[10, 5], 0, i64[5, 5], f32[5, 5])',
-    ('native_backward', 'index_put', 'float32'):
-        'falls back: aten::_index_put_impl_ (2/4 samples, e.g. 0: f32[5, 5], (i64[1]), f32[1, 5], accumulate=False); aten::index.Tensor_out (2/4 samples, e.g. 1: f32[5, 5], (b8[5]), f32[5], accumulate=False); aten::nonzero (2/4 samples, e.g. 1: f32[5, 5], (b8[5]), f32[5], accumulate=False)',
-    ('native_backward', '__getitem__', 'float32'):
-        'falls back: aten::_index_put_impl_ (2/4 samples, e.g. 0: f32[5, 5, 5], [1,2])',
     ('native_backward', 'masked_select', 'float32'):
         'falls back: aten::masked_scatter_ (all 4 samples)',
     ('native_backward', '_foreach_norm', 'float32'):

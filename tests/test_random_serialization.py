@@ -1,8 +1,9 @@
-"""The device generator and torch.save / torch.load."""
+"""The device generator (draws, dropout, bernoulli) and torch.save / torch.load."""
 import io
 
 import pytest
 import torch
+import torch_neuronx
 
 
 def test_manual_seed_makes_draws_repeatable():
@@ -135,3 +136,49 @@ def test_randint_and_multinomial_use_the_device_generator():
         torch.multinomial(probs.to("neuron"), 5)
     with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
         torch.multinomial(torch.tensor([[-1.0, 2.0]], device="neuron"), 1).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_dropout_on_the_device(dtype):
+    x = torch.randn(64, 257).to(dtype).to("neuron")
+    torch.neuron.manual_seed(3)
+    torch_neuronx.clear_op_tracking()
+    y = torch.nn.functional.dropout(x, 0.3, training=True)
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}
+    kept = y.cpu() != 0
+    frac = kept.float().mean().item()
+    assert abs(frac - 0.7) < 0.02, frac                      # 16448 draws: 5 sigma is ~0.018
+    expect = (x.cpu().float() / 0.7).to(dtype)
+    torch.testing.assert_close(y.cpu()[kept], expect[kept])   # kept values scaled by 1 / (1 - p)
+    torch.neuron.manual_seed(3)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.3, training=True).cpu(), y.cpu())
+    assert torch.equal(torch.nn.functional.dropout(x, 0.3, training=False).cpu(), x.cpu())
+    assert (torch.nn.functional.dropout(x, 1.0, training=True).cpu() == 0).all()
+
+
+def test_dropout_gradient_uses_the_mask():
+    x = torch.randn(32, 40, device="neuron", requires_grad=True)
+    y = torch.nn.functional.dropout(x, 0.5, training=True)
+    y.backward(torch.ones_like(y))
+    kept = (y != 0).cpu()
+    torch.testing.assert_close(x.grad.cpu(), kept.float() * 2.0)
+
+
+def test_bernoulli_scalar_and_tensor():
+    torch_neuronx.clear_op_tracking()
+    torch.neuron.manual_seed(0)
+    b = torch.empty(200, 100, device="neuron").bernoulli_(0.25)
+    assert abs(b.mean().item() - 0.25) < 0.02
+    p = torch.tensor([0.0, 1.0, 0.5], device="neuron").expand(4000, 3)
+    d = torch.bernoulli(p).cpu()
+    assert (d[:, 0] == 0).all() and (d[:, 1] == 1).all() and abs(d[:, 2].mean().item() - 0.5) < 0.04
+    i = torch.zeros(1000, dtype=torch.int64, device="neuron").bernoulli_(0.5)
+    assert ((i == 0) | (i == 1)).all() and 400 < i.sum().item() < 600
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}
+    with pytest.raises(RuntimeError, match="p to be in"):
+        torch.empty(3, device="neuron").bernoulli_(1.5)
+    with pytest.raises(RuntimeError, match="probabilities"):
+        torch.bernoulli(torch.tensor([0.5, 2.0], device="neuron"))
+        torch.neuron.synchronize()

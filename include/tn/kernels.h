@@ -33,6 +33,13 @@ void tn_kernel_random_int(const tn_tensor *dst, uint64_t seed, uint64_t offset, 
 int tn_kernel_multinomial(const tn_tensor *out, const tn_tensor *probs, int32_t replacement,
                           uint64_t seed, uint64_t offset, double *weights, int32_t ith, int32_t nth);
 
+/* One thread's part of a bernoulli draw / a dropout (see tn/random.h). tn_kernel_bernoulli
+ * returns non-zero if a probability was outside [0, 1]. */
+int tn_kernel_bernoulli(const tn_tensor *dst, const tn_tensor *probs, double p, uint64_t seed,
+                        uint64_t offset, int32_t ith, int32_t nth);
+void tn_kernel_dropout(const tn_tensor *out, const tn_tensor *mask, const tn_tensor *in, double p,
+                       uint64_t seed, uint64_t offset, int32_t ith, int32_t nth);
+
 /* Conversions used by the kernels, exposed for tests. */
 float tn_f16_to_f32(uint16_t h);
 uint16_t tn_f32_to_f16(float f);

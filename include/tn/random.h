@@ -37,6 +37,15 @@ tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
                                       const tn_tensor *probs, int32_t replacement, uint64_t seed,
                                       uint64_t offset);
 
+/* dst[i] = 1 with probability probs[i] (a view of dst's shape, any float dtype) or, with
+ * probs NULL, p; dst any dtype. A probability outside [0, 1] fails with
+ * TN_STATUS_INVALID_ARGUMENT at the next synchronisation. */
+tn_status tn_random_bernoulli_async(tn_stream_t stream, const tn_tensor *dst, const tn_tensor *probs,
+                                    double p, uint64_t seed, uint64_t offset);
+/* Dropout in one pass: mask[i] = keep (probability 1 - p), out[i] = keep ? in[i] / (1 - p) : 0.
+ * out and in share a float dtype, mask is bool; all three views share a shape. */
+tn_status tn_dropout_async(tn_stream_t stream, const tn_tensor *out, const tn_tensor *mask,
+                           const tn_tensor *in, double p, uint64_t seed, uint64_t offset);
 #ifdef __cplusplus
 }
 #endif

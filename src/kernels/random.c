@@ -141,3 +141,55 @@ void tn_kernel_random_int(const tn_tensor *dst, uint64_t seed, uint64_t offset, 
         tn_store((char *)dst->data + off * es, dst->dtype, v);
     }
 }
+
+/* Element offset of logical (row-major) position i in t. */
+static int64_t logical_offset(const tn_tensor *t, int64_t i) {
+    int64_t off = 0;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+        off += (i % t->sizes[d]) * t->strides[d];
+        i /= t->sizes[d];
+    }
+    return off;
+}
+
+/* Uniform in [0, 1) for element i, reusing the block of four draws across calls. */
+static double uniform01(uint64_t seed, uint64_t offset, int64_t i, int64_t *blk, double u[4]) {
+    if (*blk != i / 4) {
+        *blk = i / 4;
+        block_uniforms(seed, offset, *blk, u);
+    }
+    return 1.0 - u[i % 4];
+}
+
+int tn_kernel_bernoulli(const tn_tensor *dst, const tn_tensor *probs, double p, uint64_t seed,
+                        uint64_t offset, int32_t ith, int32_t nth) {
+    int64_t numel = tn_tensor_numel(dst), first, last, blk = -1;
+    int32_t es = tn_dtype_size(dst->dtype), pes = probs ? tn_dtype_size(probs->dtype) : 0;
+    double u[4];
+    int bad = 0;
+    tn_slice(numel, ith, nth, &first, &last);
+    for (int64_t i = first; i < last; i++) {
+        double q = probs ? tn_load((const char *)probs->data + logical_offset(probs, i) * pes, probs->dtype).re : p;
+        if (!(q >= 0 && q <= 1)) bad = 1;
+        tn_value v = {0, 0, uniform01(seed, offset, i, &blk, u) < q, 1};
+        v.re = (double)v.i;
+        tn_store((char *)dst->data + logical_offset(dst, i) * es, dst->dtype, v);
+    }
+    return bad;
+}
+
+void tn_kernel_dropout(const tn_tensor *out, const tn_tensor *mask, const tn_tensor *in, double p,
+                       uint64_t seed, uint64_t offset, int32_t ith, int32_t nth) {
+    int64_t numel = tn_tensor_numel(out), first, last, blk = -1;
+    int32_t es = tn_dtype_size(out->dtype);
+    double u[4], scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    int in_float = out->dtype != TN_DTYPE_F64; /* PyTorch scales halves and floats in float */
+    tn_slice(numel, ith, nth, &first, &last);
+    for (int64_t i = first; i < last; i++) {
+        int keep = uniform01(seed, offset, i, &blk, u) < 1.0 - p;
+        double x = tn_load((const char *)in->data + logical_offset(in, i) * es, in->dtype).re;
+        tn_value v = {keep ? (in_float ? (double)((float)x * (float)scale) : x * scale) : 0.0, 0, 0, 0};
+        tn_store((char *)out->data + logical_offset(out, i) * es, out->dtype, v);
+        ((uint8_t *)mask->data)[logical_offset(mask, i)] = (uint8_t)keep;
+    }
+}

@@ -1,5 +1,6 @@
 /* Random-number launches (see tn/random.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "tn/parallel.h"
@@ -120,4 +121,60 @@ tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     multinomial_task t = {*out, *probs, replacement, seed, offset, 0, 0};
     return tn_stream_launch(stream, "aten::multinomial", run_multinomial, &t, sizeof t);
+}
+
+typedef struct bernoulli_task {
+    tn_tensor dst, probs, in;
+    int has_probs, bad;
+    double p;
+    uint64_t seed, offset;
+} bernoulli_task;
+
+static void bernoulli_slice(void *p, int32_t ith, int32_t nth) {
+    bernoulli_task *t = p;
+    if (tn_kernel_bernoulli(&t->dst, t->has_probs ? &t->probs : NULL, t->p, t->seed, t->offset, ith, nth))
+        t->bad = 1;
+}
+
+static tn_status run_bernoulli(void *p) {
+    bernoulli_task *t = p;
+    tn_parallel_run(bernoulli_slice, t, 8 * tn_tensor_numel(&t->dst));
+    return t->bad ? tn_error(TN_STATUS_INVALID_ARGUMENT, "bernoulli_: expected all probabilities in [0, 1]")
+                  : TN_STATUS_OK;
+}
+
+static int same_sizes(const tn_tensor *a, const tn_tensor *b) {
+    return a->ndim == b->ndim && a->ndim <= TN_MAX_DIMS &&
+           !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+tn_status tn_random_bernoulli_async(tn_stream_t stream, const tn_tensor *dst, const tn_tensor *probs,
+                                    double p, uint64_t seed, uint64_t offset) {
+    if (dst->ndim > TN_MAX_DIMS || (probs && (!same_sizes(dst, probs) || !tn_dtype_is_float(probs->dtype))))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "bernoulli_: probabilities must be a float view of dst's shape");
+    if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
+    bernoulli_task t = {*dst, probs ? *probs : *dst, *dst, probs != NULL, 0, p, seed, offset};
+    return tn_stream_launch(stream, "aten::bernoulli_", run_bernoulli, &t, sizeof t);
+}
+
+static void dropout_slice(void *p, int32_t ith, int32_t nth) {
+    bernoulli_task *t = p;
+    tn_kernel_dropout(&t->dst, &t->probs, &t->in, t->p, t->seed, t->offset, ith, nth);
+}
+
+static tn_status run_dropout(void *p) {
+    bernoulli_task *t = p;
+    tn_parallel_run(dropout_slice, t, 8 * tn_tensor_numel(&t->dst));
+    return TN_STATUS_OK;
+}
+
+tn_status tn_dropout_async(tn_stream_t stream, const tn_tensor *out, const tn_tensor *mask,
+                           const tn_tensor *in, double p, uint64_t seed, uint64_t offset) {
+    if (!same_sizes(out, mask) || !same_sizes(out, in) || mask->dtype != TN_DTYPE_BOOL ||
+        out->dtype != in->dtype || !tn_dtype_is_float(out->dtype) || !(p >= 0 && p <= 1))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "dropout: bad operands");
+    if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
+    /* the mask travels in the probs slot */
+    bernoulli_task t = {*out, *mask, *in, 1, 0, p, seed, offset};
+    return tn_stream_launch(stream, "aten::native_dropout", run_dropout, &t, sizeof t);
 }
