@@ -264,12 +264,6 @@ GAPS = {
         'falls back: aten::addmm.out (9/18 samples, e.g. 0: i64[3], i64[4, 3], i64[4]); aten::mm.out (9/18 samples, e.g. 8: i64[3], i64[4, 3])',
     ('native', 'nn.functional.linear', 'int32'):
         'falls back: aten::addmm.out (9/18 samples, e.g. 0: i32[3], i32[4, 3], i32[4]); aten::mm.out (9/18 samples, e.g. 8: i32[3], i32[4, 3])',
-    ('native', 'nn.functional.scaled_dot_product_attention', 'float32'):
-        'falls back: aten::native_dropout (12/25 samples, e.g. 2: f32[4, 3, 8], f32[4, 6, 8], f32[4, 6, 8], is_causal=True, dropout_p=0.5)',
-    ('native', 'nn.functional.scaled_dot_product_attention', 'bfloat16'):
-        'falls back: aten::native_dropout (12/25 samples, e.g. 2: bf16[4, 3, 8], bf16[4, 6, 8], bf16[4, 6, 8], is_causal=True, dropout_p=0.5)',
-    ('native', 'nn.functional.scaled_dot_product_attention', 'float16'):
-        'falls back: aten::native_dropout (12/25 samples, e.g. 2: f16[4, 3, 8], f16[4, 6, 8], f16[4, 6, 8], is_causal=True, dropout_p=0.5)',
     ('native', 'nn.functional.embedding', 'float32'):
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f32[5, 5], i64[2, 2], max_norm=1)',
     ('native', 'nn.functional.embedding', 'bfloat16'):
@@ -290,12 +284,6 @@ GAPS = {
         'falls back: aten::nll_loss2d_forward (3/21 samples, e.g. 2: bf16[2, 3, 1], i64[2, 1])',
     ('native', 'nn.functional.cross_entropy', 'float16'):
         'falls back: aten::nll_loss2d_forward (3/21 samples, e.g. 2: f16[2, 3, 1], i64[2, 1])',
-    ('native', 'nn.functional.dropout', 'float32'):
-        'falls back: aten::native_dropout (4/19 samples, e.g. 2: f32[5, 5], p=0.5, training=True)',
-    ('native', 'nn.functional.dropout', 'bfloat16'):
-        'falls back: aten::native_dropout (4/19 samples, e.g. 2: bf16[5, 5], p=0.5, training=True)',
-    ('native', 'nn.functional.dropout', 'float16'):
-        'falls back: aten::native_dropout (4/19 samples, e.g. 2: f16[5, 5], p=0.5, training=True)',
     ('native', 'index_select', 'float32'):
         'falls back: aten::index_select.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
     ('native', 'index_select', 'bfloat16'):
@@ -427,8 +415,6 @@ GAPS = {
         'falls back: aten::addmv.out (1/4 samples, e.g. 1: f32[5, 10], f32[10])',
     ('native_backward', 'nn.functional.cross_entropy', 'float32'):
         'falls back: aten::nll_loss2d_backward (1/4 samples, e.g. 2: f32[2, 3, 1], i64[2, 1])',
-    ('native_backward', 'nn.functional.dropout', 'float32'):
-        'falls back: aten::native_dropout_backward (1/4 samples, e.g. 2: f32[5, 5], p=0.5, training=True)',
     ('native_backward', 'index_select', 'float32'):
         'falls back: aten::index_add.out (all 3 samples)',
     ('native_backward', 'gather', 'float32'):

@@ -22,5 +22,6 @@
 #include "tn/norm.h"
 #include "tn/sequence.h"
 #include "tn/sort.h"
+#include "tn/optim.h"
 
 #endif

@@ -17,6 +17,7 @@ int tn_test_failures;
     X(test_fill_kernel)          \
     X(test_philox_known_answers) \
     X(test_random_kernels)       \
+    X(test_adam_kernel)          \
     X(test_stream_order)         \
     X(test_event_ordering)       \
     X(test_event_timing)         \

@@ -1,4 +1,4 @@
-/* The copy, fill and random kernels on small strided views. */
+/* The copy, fill, random and fused-optimizer kernels on small views. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -131,4 +131,28 @@ void test_random_kernels(void) {
     }
     CHECK(lo >= -2.0 && hi < 3.0 && lo < -1.9 && hi > 2.9);
     CHECK(fabs(sum / N - 0.5) < 0.05);
+}
+
+/* One Adam step on a float32 and a bfloat16 group, against the formula in double. */
+void test_adam_kernel(void) {
+    float p[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.1f, -0.3f, 2.0f}, m[3] = {0}, v[3] = {0};
+    uint16_t bp[2], bg[2], bm[2] = {0, 0}, bv[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        bp[i] = tn_f32_to_bf16(p[i]);
+        bg[i] = tn_f32_to_bf16(g[i]);
+    }
+    float step = 1.0f, scale = 2.0f;
+    tn_adam_group groups[2] = {{p, g, m, v, NULL, &step, 3, TN_DTYPE_F32},
+                               {bp, bg, bm, bv, NULL, &step, 2, TN_DTYPE_BF16}};
+    tn_adam_config cfg = {0.1, 0.9, 0.999, 0.01, 1e-8, 0, 0, 1, &scale, NULL};
+    for (int k = 0; k < 3; k++) tn_kernel_adam(&cfg, 2, groups, k, 3);
+    /* first step: m = 0.1 g, v = 0.001 g^2, so the update is lr * sign(g) (up to eps) */
+    double expect[3] = {1.0 * (1 - 0.001) - 0.1, -2.0 * (1 - 0.001) + 0.1, 0.5 * (1 - 0.001) - 0.1};
+    for (int i = 0; i < 3; i++) CHECK(fabs(p[i] - expect[i]) < 1e-6);
+    CHECK(g[2] == 1.0f);                                   /* unscaled in place */
+    CHECK(fabs(tn_bf16_to_f32(bp[0]) - expect[0]) < 1e-2 && fabs(tn_bf16_to_f32(bp[1]) - expect[1]) < 2e-2);
+    float inf_flag = 1.0f, before = p[0];
+    cfg.found_inf = &inf_flag;
+    tn_kernel_adam(&cfg, 2, groups, 0, 1);
+    CHECK(p[0] == before);                                 /* skipped */
 }

@@ -1,0 +1,43 @@
+/* Fused optimizer steps: one launch updates every parameter of a list in place, as
+ * torch.optim's fused=True path expects (`_fused_adam_` / `_fused_adamw_`).
+ *
+ * Each tensor of a group is dense and contiguous, of the group's dtype; `step` points to the
+ * parameter's float32 step count, already incremented for this step. The math runs in float
+ * (double for float64 parameters), PyTorch's formulation:
+ *   g = grad / grad_scale (written back to grad when a scale is given), negated with maximize
+ *   AdamW: p -= lr * weight_decay * p     Adam: g += weight_decay * p
+ *   m = m + (1 - beta1) * (g - m)          v = beta2 * v + (1 - beta2) * g * g
+ *   vmax = max(vmax, v) with amsgrad
+ *   p -= lr / (1 - beta1^step) * m / (sqrt(v or vmax) / sqrt(1 - beta2^step) + eps)
+ * With found_inf pointing to a non-zero value the whole step is skipped. */
+#ifndef TN_OPTIM_H
+#define TN_OPTIM_H
+#include <stdint.h>
+#include "tn/dtype.h"
+#include "tn/status.h"
+#include "tn/stream.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct tn_adam_group {
+    void *param, *grad, *exp_avg, *exp_avg_sq, *max_exp_avg_sq; /* max_exp_avg_sq: amsgrad only */
+    const float *step;
+    int64_t numel;
+    tn_dtype dtype;
+} tn_adam_group;
+
+typedef struct tn_adam_config {
+    double lr, beta1, beta2, weight_decay, eps;
+    int32_t amsgrad, maximize, decoupled_weight_decay; /* decoupled: AdamW */
+    const float *grad_scale, *found_inf;                /* device float32 scalars, or NULL */
+} tn_adam_config;
+
+tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_adam_config *config,
+                              int32_t count, const tn_adam_group *groups);
+/* One thread's share of the elements of all the groups, taken in order. */
+void tn_kernel_adam(const tn_adam_config *config, int32_t count, const tn_adam_group *groups,
+                    int32_t ith, int32_t nth);
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,91 @@
+// torch.optim's fused=True path: _fused_adam_ and _fused_adamw_ (float or tensor lr) as one
+// launch over the whole parameter list.
+#include <ATen/ops/_fused_adam.h>
+#include <ATen/ops/_fused_adamw.h>
+
+#include "aten/Iter.h"
+#include "aten/OpTracking.h"
+#include "aten/TensorView.h"
+#include "runtime/Functions.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+using at::Tensor;
+using at::TensorList;
+
+const float* scalar_f32(const std::optional<Tensor>& t, const Tensor& like, const char* what) {
+  if (!t.has_value() || !t->defined()) return nullptr;
+  TORCH_CHECK(t->device() == like.device() && t->scalar_type() == at::kFloat && t->numel() == 1, what,
+              " must be a float32 tensor with one element on ", like.device());
+  return t->const_data_ptr<float>();
+}
+
+// The groups for the C kernel, or nothing if a tensor is not in the form it takes (dense
+// tensors of one float dtype per parameter, float32 steps, all on one neuron device).
+std::optional<std::vector<tn_adam_group>> adam_groups(TensorList params, TensorList grads, TensorList exp_avgs,
+                                                      TensorList exp_avg_sqs, TensorList max_exp_avg_sqs,
+                                                      TensorList steps, bool amsgrad) {
+  size_t n = params.size();
+  TORCH_CHECK(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n && steps.size() == n &&
+                  (!amsgrad || max_exp_avg_sqs.size() == n),
+              "_fused_adam: the tensor lists must have the same length");
+  std::vector<tn_adam_group> groups;
+  for (size_t i = 0; i < n; i++) {
+    const Tensor* parts[5] = {&params[i], &grads[i], &exp_avgs[i], &exp_avg_sqs[i],
+                              amsgrad ? &max_exp_avg_sqs[i] : &exp_avg_sqs[i]};
+    for (const Tensor* t : parts) {
+      TORCH_CHECK(t->device() == params[0].device(), "_fused_adam: all tensors must be on ", params[0].device(),
+                  ", got one on ", t->device());
+      if (!t->is_contiguous() || t->scalar_type() != params[i].scalar_type() || t->sizes() != params[i].sizes())
+        return std::nullopt;
+    }
+    if (!at::isFloatingType(params[i].scalar_type()) || !elementwise_dtypes_ok({params[i].scalar_type()}) ||
+        steps[i].device() != params[0].device() || steps[i].scalar_type() != at::kFloat)
+      return std::nullopt;
+    groups.push_back({params[i].data_ptr(), grads[i].data_ptr(), exp_avgs[i].data_ptr(), exp_avg_sqs[i].data_ptr(),
+                      amsgrad ? max_exp_avg_sqs[i].data_ptr() : nullptr, steps[i].const_data_ptr<float>(),
+                      params[i].numel(), to_tn_dtype(params[i].scalar_type())});
+  }
+  return groups;
+}
+
+template <bool adamw>
+void fused_adam(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+                TensorList max_exp_avg_sqs, TensorList steps, double lr, double beta1, double beta2,
+                double weight_decay, double eps, bool amsgrad, bool maximize,
+                const std::optional<Tensor>& grad_scale, const std::optional<Tensor>& found_inf) {
+  using Op = std::conditional_t<adamw, at::_ops::_fused_adamw_, at::_ops::_fused_adam_>;
+  if (params.empty()) return;
+  auto groups = adam_groups(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad);
+  if (!groups)
+    return via_fallback<Op>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2,
+                            weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+  track_native(op_name<Op>());
+  tn_adam_config config{lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw,
+                        scalar_f32(grad_scale, params[0], "grad_scale"), scalar_f32(found_inf, params[0], "found_inf")};
+  check(tn_fused_adam_async(current_stream(params[0].device().index()), op_name<Op>(), &config,
+                            static_cast<int32_t>(groups->size()), groups->data()));
+}
+
+// The tensor-lr overloads read the learning rate once (a sync if it lives on the device).
+template <bool adamw>
+void fused_adam_tensor_lr(TensorList params, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,
+                          TensorList max_exp_avg_sqs, TensorList steps, const Tensor& lr, double beta1,
+                          double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                          const std::optional<Tensor>& grad_scale, const std::optional<Tensor>& found_inf) {
+  TORCH_CHECK(lr.numel() == 1, "_fused_adam: lr must be a tensor with one element");
+  fused_adam<adamw>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr.item<double>(), beta1, beta2,
+                    weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fused_adam_", fused_adam<false>);
+  m.impl("_fused_adamw_", fused_adam<true>);
+  m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr<false>);
+  m.impl("_fused_adamw_.tensor_lr", fused_adam_tensor_lr<true>);
+}
+
+} // namespace torch_neuronx::ops
