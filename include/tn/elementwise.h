@@ -83,6 +83,13 @@ typedef enum tn_binary_op {
     TN_BINARY_COUNT_
 } tn_binary_op;
 
+typedef enum tn_ternary_op {
+    TN_TERNARY_ADDCMUL, /* a + scalar * b * c */
+    TN_TERNARY_ADDCDIV, /* a + scalar * (b / c) */
+    TN_TERNARY_LERP,    /* a + c * (b - a), c the weight view or (c NULL) scalar */
+    TN_TERNARY_COUNT_
+} tn_ternary_op;
+
 typedef struct tn_input {
     tn_tensor t;       /* the view; when `scalar` is set only t.dtype is used */
     int32_t scalar;    /* non-zero: the input is `value` broadcast to the output */
@@ -98,12 +105,20 @@ tn_status tn_binary_async(tn_stream_t stream, const char *name, tn_binary_op op,
                           const tn_tensor *out, const tn_input *a, const tn_input *b,
                           const tn_scalar *alpha, tn_dtype compute);
 
+/* Views of out's shape (stride 0 where broadcast), each of its own dtype; math in `compute`
+ * (integers only for addcmul, with an integral scalar). */
+tn_status tn_ternary_async(tn_stream_t stream, const char *name, tn_ternary_op op,
+                           const tn_tensor *out, const tn_tensor *a, const tn_tensor *b,
+                           const tn_tensor *c, double scalar, tn_dtype compute);
+
 /* The kernels behind those launches, for one thread slice (see tn/kernels.h). */
 tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor *in,
                           tn_dtype compute, int32_t ith, int32_t nth);
 tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
                            const tn_tensor *b, const tn_scalar *alpha, tn_dtype compute,
                            int32_t ith, int32_t nth);
+void tn_kernel_ternary(tn_ternary_op op, const tn_tensor *out, const tn_tensor *a, const tn_tensor *b,
+                       const tn_tensor *c, double scalar, tn_dtype compute, int32_t ith, int32_t nth);
 
 #ifdef __cplusplus
 }

@@ -111,3 +111,35 @@ tn_status tn_binary_async(tn_stream_t stream, const char *name, tn_binary_op op,
     if (st != TN_STATUS_OK || tn_tensor_numel(out) == 0) return st;
     return tn_stream_launch(stream, name ? name : "binary", run_binary, &t, sizeof t);
 }
+
+typedef struct ternary_task {
+    tn_ternary_op op;
+    tn_tensor out, a, b, c;
+    int has_c;
+    double scalar;
+    tn_dtype compute;
+} ternary_task;
+
+static void ternary_slice(void *p, int32_t ith, int32_t nth) {
+    ternary_task *t = p;
+    tn_kernel_ternary(t->op, &t->out, &t->a, &t->b, t->has_c ? &t->c : NULL, t->scalar, t->compute, ith, nth);
+}
+
+static tn_status run_ternary(void *p) {
+    ternary_task *t = p;
+    tn_parallel_run(ternary_slice, t, 4 * tn_tensor_numel(&t->out));
+    return TN_STATUS_OK;
+}
+
+tn_status tn_ternary_async(tn_stream_t stream, const char *name, tn_ternary_op op,
+                           const tn_tensor *out, const tn_tensor *a, const tn_tensor *b,
+                           const tn_tensor *c, double scalar, tn_dtype compute) {
+    if (op < 0 || op >= TN_TERNARY_COUNT_ || (!tn_dtype_is_float(compute) && op != TN_TERNARY_ADDCMUL) ||
+        (!c && op != TN_TERNARY_LERP))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "bad ternary op or operands");
+    const tn_tensor *views[4] = {out, a, b, c};
+    tn_status st = check_views(views, c ? 4 : 3);
+    if (st != TN_STATUS_OK || tn_tensor_numel(out) == 0) return st;
+    ternary_task t = {op, *out, *a, *b, c ? *c : *b, c != NULL, scalar, compute};
+    return tn_stream_launch(stream, name ? name : "ternary", run_ternary, &t, sizeof t);
+}

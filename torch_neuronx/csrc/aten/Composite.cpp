@@ -1,6 +1,6 @@
-// Ops expressed through other native ops (each step a C kernel launch, no element loops
-// here): addcmul, addcdiv, lerp, clamp, vector norms, nll_loss and its backward. Good enough
-// until a fused kernel pays for itself.
+// addcmul, addcdiv and lerp on the ternary C kernel; ops expressed through other native ops
+// (each step a C kernel launch, no element loops here): clamp, vector norms, nll_loss and
+// its backward.
 #include <ATen/ScalarOps.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/Resize.h>
@@ -8,8 +8,12 @@
 #include <ATen/ops/addcdiv.h>
 #include <ATen/ops/addcmul.h>
 #include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/pow.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/clamp.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
@@ -43,29 +47,67 @@ bool floating(std::initializer_list<c10::ScalarType> types) {
   return true;
 }
 
+// A 0-dim CPU operand (a Python number turned tensor) joins the device, as PyTorch's GPU
+// backends accept it.
+Tensor on_device(const Tensor& t, const Tensor& like) {
+  return t.device() != like.device() && t.dim() == 0 && t.device().is_cpu() ? t.to(like.device()) : t;
+}
+
+at::TensorIterator ternary_iter(Tensor& out, const Tensor& a, const Tensor& b, const Tensor* c) {
+  at::TensorIteratorConfig config;
+  config.promote_inputs_to_common_dtype(true).cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true);
+  config.add_output(out).add_const_input(a).add_owned_const_input(on_device(b, a));
+  if (c) config.add_owned_const_input(on_device(*c, a));
+  return config.build();
+}
+
 Tensor& addcmul_out(const Tensor& self, const Tensor& t1, const Tensor& t2, const c10::Scalar& value, Tensor& out) {
-  if (!floating({self.scalar_type(), t1.scalar_type(), t2.scalar_type(), out.scalar_type()}))
+  auto iter = ternary_iter(out, self, t1, &t2);
+  bool integral = at::isIntegralType(iter.common_dtype(), true);
+  if (!elementwise_dtypes_ok(iter) || value.isComplex() || (integral && value.isFloatingPoint()))
     return via_fallback<at::_ops::addcmul_out>(self, t1, t2, value, out);
-  track_native("aten::addcmul.out");
-  return at::add_out(out, self, at::mul(t1, t2), value);
+  launch_ternary("aten::addcmul.out", TN_TERNARY_ADDCMUL, iter, value.toDouble());
+  return out;
 }
 
 Tensor& addcdiv_out(const Tensor& self, const Tensor& t1, const Tensor& t2, const c10::Scalar& value, Tensor& out) {
-  if (!floating({self.scalar_type(), t1.scalar_type(), t2.scalar_type(), out.scalar_type()}))
+  TORCH_CHECK(!(at::isIntegralType(t1.scalar_type(), true) && at::isIntegralType(t2.scalar_type(), true)),
+              "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+              "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+              "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+              "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+              "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  auto iter = ternary_iter(out, self, t1, &t2);
+  if (!elementwise_dtypes_ok(iter) || value.isComplex() || !at::isFloatingType(iter.common_dtype()))
     return via_fallback<at::_ops::addcdiv_out>(self, t1, t2, value, out);
-  track_native("aten::addcdiv.out");
-  return at::add_out(out, self, at::div(t1, t2), value);
+  launch_ternary("aten::addcdiv.out", TN_TERNARY_ADDCDIV, iter, value.toDouble());
+  return out;
 }
 
-// PyTorch's two-sided formula keeps lerp exact at both ends.
+void check_lerp_dtypes(const Tensor& self, const Tensor& end, const Tensor* weight) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end`, but got dtype ", end.scalar_type());
+  if (weight)
+    TORCH_CHECK(self.scalar_type() == weight->scalar_type(), "expected dtype ", self.scalar_type(),
+                " for `weight`, but got dtype ", weight->scalar_type());
+}
+
 Tensor& lerp_scalar_out(const Tensor& self, const Tensor& end, const c10::Scalar& weight, Tensor& out) {
-  if (!floating({self.scalar_type(), end.scalar_type(), out.scalar_type()}) || weight.isComplex())
+  check_lerp_dtypes(self, end, nullptr);
+  if (!floating({self.scalar_type(), out.scalar_type()}) || weight.isComplex())
     return via_fallback<at::_ops::lerp_Scalar_out>(self, end, weight, out);
-  track_native("aten::lerp.Scalar_out");
-  double w = weight.toDouble();
-  Tensor diff = at::sub(end, self);
-  if (std::abs(w) < 0.5) return at::add_out(out, self, diff, w);
-  return at::sub_out(out, end, diff, 1.0 - w);
+  auto iter = ternary_iter(out, self, end, nullptr);
+  launch_ternary("aten::lerp.Scalar_out", TN_TERNARY_LERP, iter, weight.toDouble());
+  return out;
+}
+
+Tensor& lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out) {
+  check_lerp_dtypes(self, end, &weight);
+  if (!floating({self.scalar_type(), out.scalar_type()}))
+    return via_fallback<at::_ops::lerp_Tensor_out>(self, end, weight, out);
+  auto iter = ternary_iter(out, self, end, &weight);
+  launch_ternary("aten::lerp.Tensor_out", TN_TERNARY_LERP, iter, 0.0);
+  return out;
 }
 
 Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max,
@@ -85,16 +127,62 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
   return out;
 }
 
+// clamp with tensor bounds, clamp_min / clamp_max: maximum and minimum (which propagate NaN)
+// under clamp's type promotion.
+Tensor& clamp_tensor_out(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max,
+                         Tensor& out) {
+  bool has_min = min && min->defined(), has_max = max && max->defined();
+  TORCH_CHECK(has_min || has_max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  auto type = self.scalar_type();
+  if (has_min) type = at::promote_types(type, min->scalar_type());
+  if (has_max) type = at::promote_types(type, max->scalar_type());
+  if (!elementwise_dtypes_ok({type, out.scalar_type()}) || type == at::kBool)
+    return via_fallback<at::_ops::clamp_Tensor_out>(self, min, max, out);
+  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
+              out.scalar_type());
+  track_native("aten::clamp.Tensor_out");
+  Tensor r = has_min ? at::maximum(self.to(type), on_device(*min, self).to(type)) : self.to(type);
+  if (has_max) r = at::minimum(r, on_device(*max, self).to(type));
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+Tensor& clamp_min_out(const Tensor& self, const c10::Scalar& min, Tensor& out) {
+  return clamp_out(self, min, std::nullopt, out);
+}
+
+Tensor& clamp_max_out(const Tensor& self, const c10::Scalar& max, Tensor& out) {
+  return clamp_out(self, std::nullopt, max, out);
+}
+
+Tensor& clamp_min_tensor_out(const Tensor& self, const Tensor& min, Tensor& out) {
+  return clamp_tensor_out(self, min, std::nullopt, out);
+}
+
+Tensor& clamp_max_tensor_out(const Tensor& self, const Tensor& max, Tensor& out) {
+  return clamp_tensor_out(self, std::nullopt, max, out);
+}
+
+// Every order: 2 and +-inf directly, 0 counts non-zeros, others as sum(|x|^p)^(1/p).
 Tensor& vector_norm_out(const Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<c10::ScalarType> dtype, Tensor& out) {
   double p = ord.toDouble();
-  if (!floating({self.scalar_type(), out.scalar_type()}) || !(p == 2.0 || std::isinf(p) && p > 0))
+  if (!floating({self.scalar_type(), out.scalar_type()}) || ord.isComplex())
     return via_fallback<at::_ops::linalg_vector_norm_out>(self, ord, dim, keepdim, dtype, out);
+  TORCH_CHECK(!(std::isinf(p) && self.numel() == 0 && !dim), "linalg.vector_norm cannot compute the ", ord,
+              " norm on an empty tensor because the operation does not have an identity");
   track_native("aten::linalg_vector_norm.out");
   Tensor x = dtype ? self.to(*dtype) : self;
-  if (std::isinf(p)) return at::amax_out(out, x.abs(), dim.value_or(at::IntArrayRef{}), keepdim);
-  at::sum_out(out, at::mul(x, x), dim, keepdim, out.scalar_type());
-  return out.sqrt_();
+  auto dims = dim.value_or(at::IntArrayRef{});
+  if (std::isinf(p)) return p > 0 ? at::amax_out(out, x.abs(), dims, keepdim) : at::amin_out(out, x.abs(), dims, keepdim);
+  if (p == 2.0) {
+    at::sum_out(out, at::mul(x, x), dim, keepdim, out.scalar_type());
+    return out.sqrt_();
+  }
+  if (p == 0.0) return at::sum_out(out, at::ne(x, 0).to(out.scalar_type()), dim, keepdim, out.scalar_type());
+  if (p == 1.0) return at::sum_out(out, x.abs(), dim, keepdim, out.scalar_type());
+  at::sum_out(out, at::pow(x.abs(), p), dim, keepdim, out.scalar_type());
+  return out.pow_(1.0 / p);
 }
 
 // Per-sample weights: class weight at the target, zero where target == ignore_index.
@@ -160,7 +248,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addcmul.out", addcmul_out);
   m.impl("addcdiv.out", addcdiv_out);
   m.impl("lerp.Scalar_out", lerp_scalar_out);
+  m.impl("lerp.Tensor_out", lerp_tensor_out);
   m.impl("clamp.out", clamp_out);
+  m.impl("clamp.Tensor_out", clamp_tensor_out);
+  m.impl("clamp_min.out", clamp_min_out);
+  m.impl("clamp_max.out", clamp_max_out);
+  m.impl("clamp_min.Tensor_out", clamp_min_tensor_out);
+  m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);

@@ -90,4 +90,13 @@ void launch_binary(const char* name, tn_binary_op op, const at::TensorIteratorBa
                         to_tn_dtype(iter.common_dtype())));
 }
 
+void launch_ternary(const char* name, tn_ternary_op op, const at::TensorIteratorBase& iter, double scalar) {
+  track_native(name);
+  if (iter.numel() == 0) return;
+  tn_tensor out = iter_view(iter, 0), a = iter_view(iter, 1), b = iter_view(iter, 2);
+  tn_tensor c = iter.ninputs() == 3 ? iter_view(iter, 3) : b;
+  check(tn_ternary_async(stream_of(iter), name, op, &out, &a, &b, iter.ninputs() == 3 ? &c : nullptr, scalar,
+                         to_tn_dtype(iter.common_dtype())));
+}
+
 } // namespace torch_neuronx::ops

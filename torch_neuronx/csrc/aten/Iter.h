@@ -21,6 +21,8 @@ bool elementwise_dtypes_ok(const at::TensorIteratorBase& iter);
 tn_tensor iter_view(const at::TensorIteratorBase& iter, int arg);
 
 void launch_unary(const char* name, tn_unary_op op, const at::TensorIteratorBase& iter);
+// Three inputs (or two, for lerp with a scalar weight) and one output.
+void launch_ternary(const char* name, tn_ternary_op op, const at::TensorIteratorBase& iter, double scalar);
 void launch_binary(const char* name, tn_binary_op op, const at::TensorIteratorBase& iter,
                    const c10::Scalar& alpha = 1);
 
