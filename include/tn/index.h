@@ -34,14 +34,16 @@ tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
                                    const tn_tensor *src, int64_t skip, int32_t ith, int32_t nth);
 
 /* scatter: out[..., index[p], ...] = src[p] along `dim` for every position p of index (index
- * and src views share sizes, int64 index; out's other sizes are at least index's). Runs on
- * one thread, so with repeated indices the last write wins deterministically. Indices outside
- * [0, out.size(dim)) fail like index_select's. */
+ * and src views share sizes, int64 index; out's other sizes are at least index's), or with
+ * TN_SCATTER_ADD / TN_SCATTER_MUL combined with what is there. Runs on one thread, so with
+ * repeated indices the last write wins and reductions add up in order, deterministically.
+ * Indices outside [0, out.size(dim)) fail like index_select's. */
+typedef enum tn_scatter_reduce { TN_SCATTER_ASSIGN, TN_SCATTER_ADD, TN_SCATTER_MUL } tn_scatter_reduce;
 tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor *out,
-                           int32_t dim, const tn_tensor *index, const tn_tensor *src);
+                           int32_t dim, const tn_tensor *index, const tn_tensor *src,
+                           tn_scatter_reduce reduce);
 tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
-                            const tn_tensor *src);
-
+                            const tn_tensor *src, tn_scatter_reduce reduce);
 /* gather: out[p] = in[p with its `dim` coordinate replaced by index[p]] for every position p
  * of index (out and index share sizes, int64 index; in's other sizes are at least index's).
  * Indices outside [0, in.size(dim)) fail like index_select's. */

@@ -65,7 +65,7 @@ tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
 }
 
 tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
-                            const tn_tensor *src) {
+                            const tn_tensor *src, tn_scatter_reduce reduce) {
     int64_t total = tn_tensor_numel(index);
     int32_t es = tn_dtype_size(out->dtype), ses = tn_dtype_size(src->dtype);
     tn_status st = TN_STATUS_OK;
@@ -83,8 +83,23 @@ tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *
             st = TN_STATUS_INVALID_ARGUMENT;
             continue;
         }
-        tn_store((char *)out->data + (oo + k * out->strides[dim]) * es, out->dtype,
-                 tn_load((const char *)src->data + so * ses, src->dtype));
+        char *po = (char *)out->data + (oo + k * out->strides[dim]) * es;
+        tn_value v = tn_load((const char *)src->data + so * ses, src->dtype);
+        if (reduce != TN_SCATTER_ASSIGN) {
+            tn_value o = tn_load(po, out->dtype);
+            if (o.is_int && v.is_int) {
+                uint64_t a = (uint64_t)o.i, b = (uint64_t)v.i;
+                v.i = (int64_t)(reduce == TN_SCATTER_ADD ? a + b : a * b);
+                if (out->dtype == TN_DTYPE_BOOL) v.i = reduce == TN_SCATTER_ADD ? (o.i || v.i) : (o.i && v.i);
+                v.re = (double)v.i;
+            } else {
+                /* halves and floats add in float, as PyTorch's CPU kernel does */
+                double r = reduce == TN_SCATTER_ADD ? o.re + v.re : o.re * v.re;
+                v.re = out->dtype == TN_DTYPE_F64 ? r : (double)(float)r;
+                v.is_int = 0;
+            }
+        }
+        tn_store(po, out->dtype, v);
     }
     return st;
 }

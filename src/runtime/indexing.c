@@ -66,17 +66,19 @@ tn_status tn_index_add_rows_async(tn_stream_t stream, const char *name, const tn
 typedef struct scatter_task {
     tn_tensor out, index, src;
     int32_t dim;
+    tn_scatter_reduce reduce;
 } scatter_task;
 
 static tn_status run_scatter(void *p) {
     scatter_task *t = p;
-    if (tn_kernel_scatter(&t->out, t->dim, &t->index, &t->src) != TN_STATUS_OK)
+    if (tn_kernel_scatter(&t->out, t->dim, &t->index, &t->src, t->reduce) != TN_STATUS_OK)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "index out of range in self");
     return TN_STATUS_OK;
 }
 
 tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor *out,
-                           int32_t dim, const tn_tensor *index, const tn_tensor *src) {
+                           int32_t dim, const tn_tensor *index, const tn_tensor *src,
+                           tn_scatter_reduce reduce) {
     if (out->ndim != index->ndim || src->ndim != index->ndim || dim < 0 || dim >= out->ndim ||
         index->dtype != TN_DTYPE_I64 || memcmp(src->sizes, index->sizes, sizeof(int64_t) * (size_t)index->ndim))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "scatter: bad operands");
@@ -84,7 +86,7 @@ tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor
         if (d != dim && index->sizes[d] > out->sizes[d])
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "scatter: index is larger than the output");
     if (tn_tensor_numel(index) == 0) return TN_STATUS_OK;
-    scatter_task t = {*out, *index, *src, dim};
+    scatter_task t = {*out, *index, *src, dim, reduce};
     return tn_stream_launch(stream, name ? name : "scatter", run_scatter, &t, sizeof t);
 }
 

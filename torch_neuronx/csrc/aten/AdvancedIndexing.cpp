@@ -7,6 +7,7 @@
 // The C kernels see self with the indexed dimensions first and the result laid out as
 // B + the other dimensions, through permuted views.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/empty.h>
@@ -193,10 +194,14 @@ Tensor masked_select_kernel(const Tensor& self, const Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   track_native("aten::masked_select");
   auto [s, m] = at::expand_outplace(self, mask);
-  return at::index(*s, IndexList({std::optional<Tensor>(*m)}));
+  // flattened, so a 0-dim input selects like a 1-element one
+  return at::index(s->reshape({-1}), IndexList({std::optional<Tensor>(m->reshape({-1}))}));
 }
 
 Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
   Tensor r = masked_select_kernel(self, mask);
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);

@@ -1,5 +1,6 @@
 // index_select (and so embedding), where, masked_fill and cat.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TypeProperties.h>
@@ -10,6 +11,7 @@
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/scatter.h>
+#include <ATen/ops/scatter_add.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/eq.h>
@@ -39,6 +41,9 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   same_device("index_select", self, index);
   if (self.dim() == 0 || !elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::index_select_out>(self, dim, index, out);
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, index);
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> shape = self.sizes().vec();
   shape[d] = index.numel();
@@ -115,6 +120,8 @@ Tensor& masked_fill_tensor(Tensor& self, const Tensor& mask, const Tensor& value
 Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   auto list = tensors.materialize();
   TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : list) at::assert_no_overlap(out, t);
   // legacy: 1-D empty tensors are skipped
   std::vector<Tensor> inputs;
   for (const Tensor& t : list)
@@ -176,35 +183,96 @@ Tensor& isin_out(const Tensor& elements, const Tensor& test, bool assume_unique,
   return out.copy_(invert ? at::logical_not(hit) : hit);
 }
 
-// out = self with src's values written at index along dim (the index's shape selects src).
-Tensor& scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
-  TORCH_CHECK(index.scalar_type() == at::kLong, "scatter(): Expected dtype int64 for index");
-  if (!elementwise_dtypes_ok({self.scalar_type(), src.scalar_type()}) || self.dim() == 0 ||
-      index.dim() != self.dim() || src.dim() != self.dim())
-    return via_fallback<at::_ops::scatter_src_out>(self, dim, index, src, out);
+// int32 indices are accepted as PyTorch's CPU kernels accept them.
+Tensor long_index(const Tensor& index, const char* op) {
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, op,
+              "(): Expected dtype int64 for index");
+  return index.scalar_type() == at::kLong ? index : index.to(at::kLong);
+}
+
+tn_scatter_reduce scatter_reduce_code(std::optional<c10::string_view> reduce) {
+  if (!reduce) return TN_SCATTER_ASSIGN;
+  if (*reduce == "add") return TN_SCATTER_ADD;
+  TORCH_CHECK(*reduce == "multiply", "reduce argument must be either add or multiply.");
+  return TN_SCATTER_MUL;
+}
+
+// out = self with src's values (or a scalar's) written at index along dim, the index's
+// shape selecting src; `src` undefined means `value`.
+template <class Fallback>
+Tensor& scatter_impl(const char* name, const Tensor& self, int64_t dim, const Tensor& raw_index, const Tensor& src,
+                     const c10::Scalar& value, tn_scatter_reduce reduce, Tensor& out, Fallback fallback) {
+  Tensor index = long_index(raw_index, "scatter");
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || (src.defined() && !elementwise_dtypes_ok({src.scalar_type()})))
+    return fallback();
+  TORCH_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1),
+              "Index tensor must have the same number of dimensions as self tensor");
+  if (src.defined()) {
+    TORCH_CHECK(src.scalar_type() == self.scalar_type(), "scatter(): Expected self.dtype to be equal to src.dtype");
+    TORCH_CHECK(src.dim() == self.dim() || (src.dim() <= 1 && self.dim() <= 1),
+                "Index tensor must have the same number of dimensions as src tensor");
+    same_device("scatter", self, src);
+  }
   same_device("scatter", self, index);
-  same_device("scatter", self, src);
-  int64_t d = at::maybe_wrap_dim(dim, self.dim());
-  for (int64_t k = 0; k < self.dim(); k++)
-    TORCH_CHECK(index.size(k) <= src.size(k) && (k == d || index.size(k) <= self.size(k)),
-                "Expected index ", index.sizes(), " to be smaller than self ", self.sizes(),
-                " apart from dimension ", d, " and to be smaller size than src ", src.sizes());
+  // 0-dim tensors scatter as 1-element vectors
+  Tensor s1 = self.dim() == 0 ? self.reshape({1}) : self, i1 = index.dim() == 0 ? index.reshape({1}) : index;
+  Tensor x1 = src.defined() && src.dim() == 0 ? src.reshape({1}) : src;
+  int64_t d = at::maybe_wrap_dim(dim, s1.dim());
+  for (int64_t k = 0; k < s1.dim(); k++)
+    TORCH_CHECK((!x1.defined() || i1.size(k) <= x1.size(k)) && (k == d || i1.size(k) <= s1.size(k)),
+                "Expected index ", index.sizes(), " to be smaller than self ", self.sizes(), " apart from dimension ",
+                d, src.defined() ? " and to be smaller size than src " : "", src.defined() ? src.sizes() : self.sizes());
   at::native::resize_output(out, self.sizes());
   if (!out.is_same(self)) out.copy_(self);
-  track_native("aten::scatter.src_out");
+  track_native(name);
   if (index.numel() == 0) return out;
-  Tensor src_view = src.as_strided(index.sizes(), src.strides(), src.storage_offset());
-  tn_tensor o = to_tn_view(out), i = to_tn_view(index), x = to_tn_view(src_view);
-  check(tn_scatter_async(current_stream(out.device().index()), "aten::scatter.src_out", &o, static_cast<int32_t>(d),
-                         &i, &x));
+  Tensor src_view = x1.defined() ? x1.as_strided(i1.sizes(), x1.strides(), x1.storage_offset())
+                                 : at::scalar_tensor(value, self.options()).expand(i1.sizes());
+  Tensor o1 = out.dim() == 0 ? out.reshape({1}) : out;
+  tn_tensor o = to_tn_view(o1), i = to_tn_view(i1), x = to_tn_view(src_view);
+  check(tn_scatter_async(current_stream(out.device().index()), name, &o, static_cast<int32_t>(d), &i, &x, reduce));
   return out;
 }
 
-Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out) {
-  TORCH_CHECK(index.scalar_type() == at::kLong, "gather(): Expected dtype int64 for index");
+Tensor& scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
+  return scatter_impl("aten::scatter.src_out", self, dim, index, src, 0, TN_SCATTER_ASSIGN, out,
+                      [&]() -> Tensor& { return via_fallback<at::_ops::scatter_src_out>(self, dim, index, src, out); });
+}
+
+Tensor& scatter_value_out(const Tensor& self, int64_t dim, const Tensor& index, const c10::Scalar& value, Tensor& out) {
+  return scatter_impl("aten::scatter.value_out", self, dim, index, Tensor(), value, TN_SCATTER_ASSIGN, out,
+                      [&]() -> Tensor& { return via_fallback<at::_ops::scatter_value_out>(self, dim, index, value, out); });
+}
+
+Tensor& scatter_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                           c10::string_view reduce, Tensor& out) {
+  return scatter_impl("aten::scatter.reduce_out", self, dim, index, src, 0, scatter_reduce_code(reduce), out,
+                      [&]() -> Tensor& {
+                        return via_fallback<at::_ops::scatter_reduce_out>(self, dim, index, src, reduce, out);
+                      });
+}
+
+Tensor& scatter_value_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const c10::Scalar& value,
+                                 c10::string_view reduce, Tensor& out) {
+  return scatter_impl("aten::scatter.value_reduce_out", self, dim, index, Tensor(), value, scatter_reduce_code(reduce),
+                      out, [&]() -> Tensor& {
+                        return via_fallback<at::_ops::scatter_value_reduce_out>(self, dim, index, value, reduce, out);
+                      });
+}
+
+Tensor& scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
+  return scatter_impl("aten::scatter_add.out", self, dim, index, src, 0, TN_SCATTER_ADD, out,
+                      [&]() -> Tensor& { return via_fallback<at::_ops::scatter_add_out>(self, dim, index, src, out); });
+}
+
+Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& raw_index, bool sparse_grad, Tensor& out) {
+  Tensor index = long_index(raw_index, "gather");
   if (!elementwise_dtypes_ok({self.scalar_type()}) || self.dim() == 0 || index.dim() != self.dim() ||
       out.scalar_type() != self.scalar_type())
-    return via_fallback<at::_ops::gather_out>(self, dim, index, sparse_grad, out);
+    return via_fallback<at::_ops::gather_out>(self, dim, raw_index, sparse_grad, out);
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_partial_overlap(out, index);
   same_device("gather", self, index);
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   for (int64_t k = 0; k < self.dim(); k++)
@@ -224,6 +292,10 @@ Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sp
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather.out", gather_out);
   m.impl("scatter.src_out", scatter_src_out);
+  m.impl("scatter.value_out", scatter_value_out);
+  m.impl("scatter.reduce_out", scatter_reduce_out);
+  m.impl("scatter.value_reduce_out", scatter_value_reduce_out);
+  m.impl("scatter_add.out", scatter_add_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("isin.Tensor_Tensor_out", isin_out);
   m.impl("index_select.out", index_select_out);
