@@ -48,6 +48,11 @@ tn_status tn_var_async(tn_stream_t stream, const char *name, const tn_tensor *va
                        const tn_tensor *mean, const tn_tensor *in, double correction, int take_sqrt);
 void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
                    double correction, int take_sqrt, int32_t ith, int32_t nth);
+/* histc: out (1-D, `bins` long, any real dtype) counts the elements of `in` in each of the
+ * equal-width bins over [lo, hi] (lo < hi); others and NaNs are not counted. One thread. */
+tn_status tn_histc_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                         const tn_tensor *in, double lo, double hi);
+void tn_kernel_histc(const tn_tensor *out, const tn_tensor *in, double lo, double hi);
 typedef enum tn_softmax_kind {
     TN_SOFTMAX,
     TN_LOG_SOFTMAX,

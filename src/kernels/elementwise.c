@@ -156,7 +156,7 @@ static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, 
                           int *zero_div) {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b, ual = (uint64_t)alpha;
     switch (op) {
-    case TN_BINARY_ADD: return is_bool ? (a || b) : (int64_t)(ua + ual * ub);
+    case TN_BINARY_ADD: return is_bool ? (a || (alpha && b)) : (int64_t)(ua + ual * ub);
     case TN_BINARY_SUB: return (int64_t)(ua - ual * ub);
     case TN_BINARY_MUL: return is_bool ? (a && b) : (int64_t)(ua * ub);
     case TN_BINARY_DIV_TRUNC:

@@ -198,3 +198,28 @@ void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor 
         }
     }
 }
+
+void tn_kernel_histc(const tn_tensor *out, const tn_tensor *in, double lo, double hi) {
+    int64_t bins = out->sizes[0], numel = tn_tensor_numel(in);
+    int32_t oes = tn_dtype_size(out->dtype), ies = tn_dtype_size(in->dtype);
+    for (int64_t b = 0; b < bins; b++) {
+        tn_value zero = {0, 0, 0, 1};
+        tn_store((char *)out->data + b * out->strides[0] * oes, out->dtype, zero);
+    }
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t off = 0, rem = i;
+        for (int32_t d = in->ndim - 1; d >= 0; d--) {
+            off += (rem % in->sizes[d]) * in->strides[d];
+            rem /= in->sizes[d];
+        }
+        double x = tn_load((const char *)in->data + off * ies, in->dtype).re;
+        if (!(x >= lo && x <= hi)) continue; /* outside the range, or NaN */
+        int64_t b = (int64_t)((x - lo) * (double)bins / (hi - lo));
+        if (b >= bins) b = bins - 1; /* the upper edge belongs to the last bin */
+        char *po = (char *)out->data + b * out->strides[0] * oes;
+        tn_value v = tn_load(po, out->dtype);
+        v.i += 1;
+        v.re += 1;
+        tn_store(po, out->dtype, v);
+    }
+}

@@ -81,6 +81,25 @@ tn_status tn_var_async(tn_stream_t stream, const char *name, const tn_tensor *va
     return tn_stream_launch(stream, name ? name : "var", run_var, &t, sizeof t);
 }
 
+typedef struct histc_task {
+    tn_tensor out, in;
+    double lo, hi;
+} histc_task;
+
+static tn_status run_histc(void *p) {
+    histc_task *t = p;
+    tn_kernel_histc(&t->out, &t->in, t->lo, t->hi);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_histc_async(tn_stream_t stream, const char *name, const tn_tensor *out,
+                         const tn_tensor *in, double lo, double hi) {
+    if (out->ndim != 1 || out->sizes[0] < 1 || !(lo < hi) || in->ndim > TN_MAX_DIMS)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "histc: one bin or more over a range lo < hi expected");
+    histc_task t = {*out, *in, lo, hi};
+    return tn_stream_launch(stream, name ? name : "histc", run_histc, &t, sizeof t);
+}
+
 typedef struct softmax_task {
     tn_softmax_kind kind;
     tn_tensor out, in, y;

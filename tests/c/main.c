@@ -38,6 +38,8 @@ int tn_test_failures;
     X(test_gemm_launch_bf16_output) \
     X(test_reductions)           \
     X(test_var_kernel)           \
+    X(test_histc_kernel)         \
+    X(test_ternary_kernel)       \
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \

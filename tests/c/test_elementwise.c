@@ -235,3 +235,34 @@ void test_elementwise_launch(void) {
     CHECK_OK(tn_stream_synchronize(s));
     CHECK(o[4] == -5.0f);
 }
+
+/* addcmul / addcdiv / lerp round once: a bfloat16 result equals the float result rounded. */
+void test_ternary_kernel(void) {
+    float a[3] = {1.0f, -2.0f, 0.25f}, b[3] = {3.0f, 0.5f, -1.0f}, c[3] = {0.1f, 4.0f, 0.75f}, r[3];
+    tn_tensor ta = {.data = a, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {3}, .strides = {1}};
+    tn_tensor tb = ta, tc = ta, tr = ta;
+    tb.data = b;
+    tc.data = c;
+    tr.data = r;
+    tn_kernel_ternary(TN_TERNARY_ADDCMUL, &tr, &ta, &tb, &tc, 2.0, TN_DTYPE_F32, 0, 1);
+    CHECK(r[0] == 1.0f + 2.0f * 3.0f * 0.1f && r[1] == 2.0f && r[2] == -1.25f);
+    tn_kernel_ternary(TN_TERNARY_ADDCDIV, &tr, &ta, &tb, &tc, 1.0, TN_DTYPE_F32, 0, 1);
+    CHECK(r[1] == -2.0f + 0.125f);
+    tn_kernel_ternary(TN_TERNARY_LERP, &tr, &ta, &tb, &tc, 0.0, TN_DTYPE_F32, 0, 1);
+    CHECK(fabsf(r[0] - 1.2f) < 1e-6f && r[1] == 0.5f + 2.5f * 3.0f && r[2] == -0.6875f);
+    tn_kernel_ternary(TN_TERNARY_LERP, &tr, &ta, &tb, NULL, 1.0, TN_DTYPE_F32, 0, 1); /* weight 1: end exactly */
+    CHECK(r[0] == 3.0f && r[1] == 0.5f && r[2] == -1.0f);
+    uint16_t h[3];
+    tn_tensor th = {.data = h, .dtype = TN_DTYPE_BF16, .ndim = 1, .sizes = {3}, .strides = {1}};
+    tn_kernel_ternary(TN_TERNARY_ADDCMUL, &th, &ta, &tb, &tc, 3.14, TN_DTYPE_F32, 0, 1);
+    CHECK(h[0] == tn_f32_to_bf16(1.0f + 3.14f * 3.0f * 0.1f));
+    /* integers: wrap-around int64 math */
+    int32_t ia[2] = {5, -7}, ib[2] = {3, 2}, ic[2] = {-4, 6}, ir[2];
+    tn_tensor xa = {.data = ia, .dtype = TN_DTYPE_I32, .ndim = 1, .sizes = {2}, .strides = {1}};
+    tn_tensor xb = xa, xc = xa, xr = xa;
+    xb.data = ib;
+    xc.data = ic;
+    xr.data = ir;
+    tn_kernel_ternary(TN_TERNARY_ADDCMUL, &xr, &xa, &xb, &xc, 2.0, TN_DTYPE_I64, 0, 1);
+    CHECK(ir[0] == 5 - 24 && ir[1] == -7 + 24);
+}

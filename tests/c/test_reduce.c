@@ -98,3 +98,12 @@ void test_softmax_kernels(void) {
     tn_kernel_softmax(TN_LOG_SOFTMAX_BACKWARD, &git, &gt, &lout, scratch, 0, 1);
     for (int i = 0; i < 4; i++) CHECK(fabs(gi[1][i] - (0.5 - exp(ly[1][i]) * 2.0)) < 1e-6);
 }
+
+void test_histc_kernel(void) {
+    int32_t ids[7] = {0, 3, 3, 7, 8, -1, 5};
+    tn_tensor in = {.data = ids, .dtype = TN_DTYPE_I32, .ndim = 1, .sizes = {7}, .strides = {1}};
+    int32_t counts[4];
+    tn_tensor out = {.data = counts, .dtype = TN_DTYPE_I32, .ndim = 1, .sizes = {4}, .strides = {1}};
+    tn_kernel_histc(&out, &in, 0.0, 7.0); /* bins of width 1.75; 8 and -1 are outside, 7 is the top edge */
+    CHECK(counts[0] == 1 && counts[1] == 2 && counts[2] == 1 && counts[3] == 1);
+}

@@ -12,6 +12,9 @@
 #include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/mul.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/index_put.h>
 #include <ATen/ops/masked_select.h>
 #include <ATen/ops/ne.h>
@@ -212,6 +215,32 @@ Tensor count_nonzero(const Tensor& self, at::IntArrayRef dims) {
   return at::sum(at::ne(self, 0), dims, false, at::kLong);
 }
 
+// index_add: out = self, then out[..., index[i], ...] += alpha * source[..., i, ...] along dim,
+// as an accumulating index_put with the index in position `dim`.
+Tensor& index_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                      const c10::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_add_(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_add_(): self (", self.scalar_type(),
+              ") and source (", source.scalar_type(), ") must have the same scalar type");
+  int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(index.numel() == (source.dim() == 0 ? 1 : source.size(d)),
+              "index_add_(): Number of indices (", index.numel(), ") should be equal to source.size(dim) (",
+              source.dim() == 0 ? 1 : source.size(d), ")");
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.scalar_type() == at::kBool || self.dim() == 0)
+    return via_fallback<at::_ops::index_add_out>(self, dim, index, source, alpha, out);
+  at::native::resize_output(out, self.sizes());
+  if (!out.is_same(self)) out.copy_(self);
+  track_native("aten::index_add.out");
+  IndexList indices;
+  for (int64_t k = 0; k < d; k++) indices.push_back(std::nullopt);
+  indices.push_back(std::optional<Tensor>(index.reshape({-1})));
+  Tensor values = alpha.equal(1) ? source : at::mul(source, alpha);
+  index_put_impl(out, indices, values, true, false);
+  return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -222,6 +251,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", masked_select_kernel);
   m.impl("masked_select.out", masked_select_out);
   m.impl("count_nonzero.dim_IntList", count_nonzero);
+  m.impl("index_add.out", index_add_out);
 }
 
 } // namespace torch_neuronx::ops

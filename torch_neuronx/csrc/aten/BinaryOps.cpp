@@ -9,6 +9,7 @@
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/floor_divide.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu_backward.h>
 #include <ATen/ops/gt.h>
@@ -130,6 +131,29 @@ Tensor& pow_scalar_out(const Tensor& self, const c10::Scalar& exponent, Tensor& 
   return binary<Op>(TN_BINARY_POW, iter, out, 1, self, exponent, out);
 }
 
+// floor_divide is division rounded down, in the dividend's promotion.
+Tensor& floor_divide_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return div_mode_out(self, other, "floor", out);
+}
+
+Tensor floor_divide(const Tensor& self, const Tensor& other) {
+  return at::div(self, other, "floor");
+}
+
+Tensor& floor_divide_(Tensor& self, const Tensor& other) {
+  return div_mode_out(self, other, "floor", self);
+}
+
+// A Python number raised to a tensor: the base travels with the launch as a scalar operand.
+Tensor& pow_scalar_base_out(const c10::Scalar& base, const Tensor& exponent, Tensor& out) {
+  using Op = at::_ops::pow_Scalar_out;
+  if (base.isComplex()) return via_fallback<Op>(base, exponent, out);
+  Tensor wrapped = at::native::wrapped_scalar_tensor(base);
+  auto iter = TensorIterator::borrowing_binary_op(out, wrapped, exponent);
+  if (at::isIntegralType(iter.common_dtype(), true)) return via_fallback<Op>(base, exponent, out);
+  return binary<Op>(TN_BINARY_POW, iter, out, 1, base, exponent, out);
+}
+
 Tensor& threshold_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& threshold,
                                Tensor& grad_input) {
   auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, self);
@@ -158,6 +182,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("minimum.out", same_type_out<at::_ops::minimum_out, TN_BINARY_MINIMUM>);
   m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
+  m.impl("pow.Scalar_out", pow_scalar_base_out);
+  m.impl("floor_divide.out", floor_divide_out);
+  m.impl("floor_divide", floor_divide);
+  m.impl("floor_divide_.Tensor", floor_divide_);
   m.impl("eq.Tensor_out", compare_out<at::_ops::eq_Tensor_out, TN_BINARY_EQ>);
   m.impl("ne.Tensor_out", compare_out<at::_ops::ne_Tensor_out, TN_BINARY_NE>);
   m.impl("lt.Tensor_out", compare_out<at::_ops::lt_Tensor_out, TN_BINARY_LT>);

@@ -102,6 +102,8 @@ Tensor where(const Tensor& cond, const Tensor& self, const Tensor& other) {
 Tensor& masked_fill_scalar(Tensor& self, const Tensor& mask, const c10::Scalar& value) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
+  TORCH_CHECK(!value.isComplex() || self.is_complex(), "value cannot be converted to type ", self.scalar_type(),
+              " without overflow");
   if (!elementwise_dtypes_ok({self.scalar_type()}))
     return via_fallback<at::_ops::masked_fill__Scalar>(self, mask, value);
   same_device("masked_fill_", self, mask);

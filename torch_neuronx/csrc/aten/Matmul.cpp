@@ -8,6 +8,8 @@
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/mm.h>
 
+#include <ATen/ops/addmv.h>
+#include <ATen/ops/dot.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -131,6 +133,34 @@ Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, con
                      {b1.size(0), b1.size(1), b2.size(2)});
 }
 
+// Vector products as matrix products of one row or column.
+Tensor dot(const Tensor& self, const Tensor& other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+              other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<at::_ops::dot>(self, other);
+  track_native("aten::dot");
+  return at::mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
+}
+
+Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, const c10::Scalar& beta,
+                  const c10::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", input.dim(), ", ",
+              mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0) && (input.numel() == mat.size(0) || input.numel() == 1),
+              "size mismatch, got input (", input.size(0), "), mat (", mat.size(0), "x", mat.size(1), "), vec (",
+              vec.size(0), ")");
+  if (!at::isFloatingType(mat.scalar_type())) return via_fallback<at::_ops::addmv_out>(input, mat, vec, beta, alpha, out);
+  track_native("aten::addmv.out");
+  Tensor r = at::addmm(input.dim() == 1 ? input.unsqueeze(1) : input, mat, vec.unsqueeze(1), beta, alpha);
+  at::native::resize_output(out, {mat.size(0)});
+  return out.copy_(r.squeeze(1));
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -138,6 +168,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bmm.out", bmm_out);
   m.impl("addmm.out", addmm_out);
   m.impl("baddbmm.out", baddbmm_out);
+  m.impl("dot", dot);
+  m.impl("addmv.out", addmv_out);
 }
 
 } // namespace torch_neuronx::ops

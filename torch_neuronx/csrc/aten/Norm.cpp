@@ -106,8 +106,10 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
   }
   std::vector<int64_t> batch_dims(axis);
   for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
-  if (mask[1] && w) dw = at::sum(at::mul(g, at::mul(at::sub(x, mean), rstd)), batch_dims).reshape(w->sizes());
-  if (mask[2] && bias && bias->defined()) db = at::sum(g, batch_dims).reshape(bias->sizes());
+  // (an empty dimension list would sum everything: with no batch dimensions there is nothing to sum)
+  auto over_batch = [&](const Tensor& t) { return axis == 0 ? t : at::sum(t, batch_dims); };
+  if (mask[1] && w) dw = over_batch(at::mul(g, at::mul(at::sub(x, mean), rstd))).reshape(w->sizes());
+  if (mask[2] && bias && bias->defined()) db = over_batch(g).reshape(bias->sizes());
   return {dx, dw, db};
 }
 

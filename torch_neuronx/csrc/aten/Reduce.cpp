@@ -3,6 +3,7 @@
 // make_reduction builds the TensorIterator PyTorch's own kernels use (output shape, dtype,
 // keepdim); the C kernel reduces along the dimensions where the output has stride 0.
 #include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
@@ -10,6 +11,7 @@
 #include <ATen/ops/argmax.h>
 #include <ATen/ops/argmin.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/histc.h>
 #include <ATen/ops/max.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
@@ -22,6 +24,7 @@
 
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
+#include "aten/TensorView.h"
 #include "runtime/Functions.h"
 
 namespace torch_neuronx::ops {
@@ -222,6 +225,46 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& self, at::OptionalIntArrayRef 
   return {out, mean};
 }
 
+// histc for float and integer tensors (MoE routers count tokens per expert with int32
+// histc). With min == max the range is the data's own, as on accelerators.
+Tensor& histc_out(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max, Tensor& out) {
+  TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for bins");
+  if (!reducible(self.scalar_type()) || self.scalar_type() == at::kBool)
+    return via_fallback<at::_ops::histc_out>(self, bins, min, max, out);
+  double lo = min.toDouble(), hi = max.toDouble();
+  TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc(): range of [", lo, ", ", hi, "] is not finite");
+  TORCH_CHECK(lo <= hi, "torch.histc(): max must be larger than min");
+  if (lo == hi && self.numel() > 0) {
+    lo = at::amin(self).item<double>();
+    hi = at::amax(self).item<double>();
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  at::native::resize_output(out, {bins});
+  track_native("aten::histc.out");
+  tn_tensor o = to_tn_view(out), in = to_tn_view(self);
+  check(tn_histc_async(current_stream(out.device().index()), "aten::histc.out", &o, &in, lo, hi));
+  return out;
+}
+
+Tensor histc(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max) {
+  Tensor out = at::empty({0}, self.options());
+  return histc_out(self, bins, min, max, out);
+}
+
+// prod over everything
+Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (!reducible(self.scalar_type())) return via_fallback<at::_ops::prod>(self, dtype);
+  auto out_dtype = dtype ? *dtype
+                         : (at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
+  Tensor out = at::empty({}, self.options().dtype(out_dtype));
+  auto iter = at::native::make_reduction("prod", out, self, at::IntArrayRef{}, false, out_dtype);
+  launch("aten::prod", TN_REDUCE_PROD, iter, 1);
+  return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -242,6 +285,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all.all_out", logical_all_out<at::_ops::all_all_out, TN_REDUCE_ALL>);
   m.impl("any.all_out", logical_all_out<at::_ops::any_all_out, TN_REDUCE_ANY>);
   m.impl("any.out", logical_dim_out<at::_ops::any_out, TN_REDUCE_ANY>);
+  m.impl("histc.out", histc_out);
+  m.impl("histc", histc);
+  m.impl("prod", prod_all);
   m.impl("var.correction_out", var_out<at::_ops::var_correction_out, false>);
   m.impl("std.correction_out", var_out<at::_ops::std_correction_out, true>);
   m.impl("var.correction", var<at::_ops::var_correction, false>);

@@ -1,4 +1,5 @@
 // The table of aten ops neuron runs natively, and the CPU fallback for all others.
+#include <ATen/ops/unfold_native.h>
 #include <torch/library.h>
 
 #include "aten/Ops.h"
@@ -9,6 +10,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", as_strided);
+  m.impl("unfold", at::native::unfold);  // a view: sizes and strides only
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
   m.impl("resize_", resize_);

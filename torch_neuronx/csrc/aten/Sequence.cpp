@@ -1,5 +1,6 @@
 // arange, cumsum, triu/tril and the infinity tests.
 #include <ATen/WrapDimUtils.h>
+#include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cumsum.h>
@@ -11,6 +12,11 @@
 
 #include <cmath>
 
+#include <ATen/ops/flip.h>
+#include <ATen/ops/eye.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/unfold_backward.h>
+#include <ATen/ops/zeros.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -25,15 +31,23 @@ Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::
   if (!elementwise_dtypes_ok({out.scalar_type()}))
     return via_fallback<at::_ops::arange_start_out>(start, end, step, out);
   double s = start.toDouble(), e = end.toDouble(), d = step.toDouble();
-  TORCH_CHECK(d != 0, "step must be nonzero");
   TORCH_CHECK(std::isfinite(s) && std::isfinite(e), "unsupported range: ", s, " -> ", e);
-  TORCH_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), "upper bound and larger bound inconsistent with step sign");
-  int64_t size = static_cast<int64_t>(std::ceil((e - s) / d));
+  bool integral = at::isIntegralType(out.scalar_type(), false);
+  // Integer results work on the truncated bounds and step, as PyTorch's kernels do; int64
+  // sizes the range in integer arithmetic, the others from the exact bounds.
+  int64_t is = integral ? start.to<int64_t>() : 0, ie = integral ? end.to<int64_t>() : 0,
+          id = integral ? step.to<int64_t>() : 0;
+  TORCH_CHECK(d != 0, "step must be nonzero");
+  TORCH_CHECK_VALUE(!integral || id != 0, "step must be nonzero");  // a fractional step of an integer range
+  bool consistent = integral ? (id > 0 && ie >= is) || (id < 0 && ie <= is) : (d > 0 && e >= s) || (d < 0 && e <= s);
+  TORCH_CHECK(consistent, "upper bound and lower bound inconsistent with step sign");
+  int64_t size = out.scalar_type() == at::kLong ? (ie - is + id - (id > 0 ? 1 : -1)) / id
+                                                : static_cast<int64_t>(std::ceil((e - s) / d));
   at::native::resize_output(out, {size});
   track_native("aten::arange.start_out");
   if (size == 0) return out;
   tn_tensor o = to_tn_view(out);
-  tn_scalar a = to_tn_scalar(start), st = to_tn_scalar(step);
+  tn_scalar a = to_tn_scalar(integral ? c10::Scalar(is) : start), st = to_tn_scalar(integral ? c10::Scalar(id) : step);
   check(tn_arange_async(current_stream(out.device().index()), &o, &a, &st));
   return out;
 }
@@ -71,9 +85,56 @@ Tensor& isinf_sign_out(const Tensor& self, Tensor& out) {
   return at::eq_out(out, self, negative ? -INFINITY : INFINITY);
 }
 
+// flip as one gather per flipped dimension with a reversed index.
+Tensor flip(const Tensor& self, at::IntArrayRef dims) {
+  auto wrapped = at::dim_list_to_bitset(dims, self.dim());
+  if (!elementwise_dtypes_ok({self.scalar_type()})) return via_fallback<at::_ops::flip>(self, dims);
+  track_native("aten::flip");
+  Tensor r = self.clone();
+  for (int64_t d = 0; d < self.dim(); d++) {
+    if (!wrapped[d] || self.size(d) < 2) continue;
+    Tensor rev = at::arange(self.size(d) - 1, -1, -1, self.options().dtype(at::kLong));
+    r = at::index_select(r, d, rev);
+  }
+  return r;
+}
+
+// unfold's backward: window element k of every window lands at k, k + step, k + 2 step, ...
+// of the input, one strided add per window element (windows may overlap; each add does not).
+Tensor unfold_backward(const Tensor& grad, c10::IntArrayRef input_sizes, int64_t dim, int64_t size, int64_t step) {
+  if (!elementwise_dtypes_ok({grad.scalar_type()}) || grad.scalar_type() == at::kBool)
+    return via_fallback<at::_ops::unfold_backward>(grad, input_sizes, dim, size, step);
+  track_native("aten::unfold_backward");
+  int64_t d = at::maybe_wrap_dim(dim, static_cast<int64_t>(std::max<size_t>(input_sizes.size(), 1)));
+  Tensor result = at::zeros(input_sizes, grad.options());
+  if (input_sizes.empty()) return result.add_(grad.reshape({}));
+  int64_t windows = grad.size(d);
+  if (windows == 0) return result;
+  for (int64_t k = 0; k < size; k++)
+    result.narrow(d, k, (windows - 1) * step + 1).slice(d, 0, c10::nullopt, step).add_(grad.select(-1, k));
+  return result;
+}
+
+Tensor& eye_out(int64_t n, int64_t m, Tensor& out) {
+  TORCH_CHECK(n >= 0 && m >= 0, "n and m must be greater or equal to 0, got ", n, " and ", m);
+  at::native::resize_output(out, {n, m});
+  track_native("aten::eye.m_out");
+  out.zero_();
+  if (n && m) out.diagonal().fill_(1);
+  return out;
+}
+
+Tensor& eye_square_out(int64_t n, Tensor& out) {
+  return eye_out(n, n, out);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("flip", flip);
+  m.impl("unfold_backward", unfold_backward);
+  m.impl("eye.m_out", eye_out);
+  m.impl("eye.out", eye_square_out);
   m.impl("arange.start_out", arange_out);
   m.impl("cumsum.out", cumsum_out);
   m.impl("triu.out", triangle_out<at::_ops::triu_out, 1>);

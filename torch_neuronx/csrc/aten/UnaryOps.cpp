@@ -26,7 +26,18 @@
 #include <ATen/ops/tanh.h>
 #include <ATen/ops/trunc.h>
 
+#include <ATen/ops/div.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/sgn.h>
+#include <ATen/ops/softplus.h>
+#include <ATen/ops/softplus_backward.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
+#include <ATen/ops/isnan.h>
 #include "aten/Iter.h"
+#include "aten/OpTracking.h"
 
 namespace torch_neuronx::ops {
 namespace {
@@ -82,6 +93,7 @@ Tensor& bitwise_not_out(const Tensor& self, Tensor& out) {
 }
 
 Tensor& gelu_out(const Tensor& self, c10::string_view approximate, Tensor& out) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
   auto iter = TensorIterator::unary_op(out, self);
   if (!elementwise_dtypes_ok(iter) || !at::isFloatingType(iter.common_dtype()))
     return via_fallback<at::_ops::gelu_out>(self, approximate, out);
@@ -113,6 +125,36 @@ Tensor& relu_(Tensor& self) {
   return self;
 }
 
+// sgn is sign for real tensors.
+Tensor& sgn_out(const Tensor& self, Tensor& out) {
+  if (self.is_complex()) return via_fallback<at::_ops::sgn_out>(self, out);
+  return same_type_out<at::_ops::sign_out, TN_UNARY_SIGN>(self, out);
+}
+
+Tensor isnan(const Tensor& self) {
+  track_native("aten::isnan");
+  if (!at::isFloatingType(self.scalar_type())) return at::zeros_like(self, self.options().dtype(at::kBool));
+  return at::ne(self, self);
+}
+
+// softplus(x) = log1p(exp(beta x)) / beta, and x itself where beta x > threshold.
+Tensor& softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, Tensor& out) {
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<at::_ops::softplus_out>(self, beta, threshold, out);
+  track_native("aten::softplus.out");
+  Tensor scaled = at::mul(self, beta);
+  Tensor soft = at::div(at::log1p(at::exp(scaled)), beta);
+  return at::where_out(out, at::gt(scaled, threshold), self, soft);
+}
+
+Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
+                              const c10::Scalar& threshold, Tensor& grad_input) {
+  if (!at::isFloatingType(self.scalar_type()))
+    return via_fallback<at::_ops::softplus_backward_grad_input>(grad, self, beta, threshold, grad_input);
+  track_native("aten::softplus_backward.grad_input");
+  Tensor scaled = at::mul(self, beta);
+  return at::where_out(grad_input, at::gt(scaled, threshold), grad, at::mul(grad, at::sigmoid(scaled)));
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -140,6 +182,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_not.out", logical_not_out);
   m.impl("bitwise_not.out", bitwise_not_out);
   m.impl("relu", relu);
+  m.impl("sgn.out", sgn_out);
+  m.impl("isnan", isnan);
+  m.impl("softplus.out", softplus_out);
+  m.impl("softplus_backward.grad_input", softplus_backward_out);
   m.impl("relu_", relu_);
 }
 

@@ -1,0 +1,79 @@
+"""Ops transformer models reach beyond the basic families, against the CPU and with no
+fallback: histc (MoE routing), floor_divide, pow with a scalar base, full prod, sgn, isnan,
+softplus, unfold, flip, eye, dot, mv, index_add, and arange on integer dtypes."""
+import pytest
+import torch
+import torch_neuronx
+
+
+def check(fn, *args, tol=1e-5):
+    expect = fn(*args)
+    torch_neuronx.clear_op_tracking()
+    got = fn(*[a.to("neuron") if isinstance(a, torch.Tensor) else a for a in args])
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    assert got.device.type == "neuron"
+    torch.testing.assert_close(got.cpu(), expect, rtol=tol, atol=tol)
+
+
+G = torch.Generator().manual_seed(0)
+X = torch.randn(5, 7, generator=G)
+
+CASES = {
+    "histc_float": (lambda t: torch.histc(t, 8, -2, 2), X),
+    "histc_data_range": (lambda t: torch.histc(t, 5), X),
+    "floor_divide": (lambda a, b: torch.floor_divide(a, b), X, X.abs() + 0.5),
+    "floor_divide_int": (lambda a, b: a // b, torch.arange(-9, 9), torch.full((18,), 4)),
+    "pow_scalar_base": (lambda t: torch.pow(2.0, t), X),
+    "prod_all": (lambda t: t.prod(), X),
+    "prod_all_int": (lambda t: t.prod(), torch.arange(1, 8, dtype=torch.int32)),
+    "sgn": (lambda t: torch.sgn(t), X),
+    "isnan": (lambda t: torch.isnan(t), X.log()),
+    "softplus": (lambda t: torch.nn.functional.softplus(t, 2.0, 1.0), X),
+    "unfold_view": (lambda t: t.unfold(1, 3, 2), X),
+    "flip": (lambda t: t.flip(0, 1), X),
+    "eye": (lambda t: torch.eye(3, 4, device=t.device), X),
+    "dot": (lambda a, b: torch.dot(a, b), X[0], X[1]),
+    "mv": (lambda m, v: torch.mv(m, v), X, X[0]),
+    "index_add": (lambda t, s, ix: t.index_add(0, ix, s, alpha=2.0), torch.zeros(4, 7), X,
+                  torch.tensor([0, 2, 2, 3, 0])),
+    "index_add_dim1": (lambda t, s, ix: t.index_add(1, ix, s), torch.zeros(5, 3), X[:, :4],
+                       torch.tensor([2, 0, 2, 1], dtype=torch.int32)),
+    "arange_int64_float_args": (lambda t: torch.arange(0, -8.000001, -4., dtype=torch.int64, device=t.device), X),
+    "arange_int32_float_args": (lambda t: torch.arange(-0.9, 2.1, 2, dtype=torch.int32, device=t.device), X),
+    "add_bool_alpha_false": (lambda a: torch.add(a, a.logical_not(), alpha=False), torch.tensor([True, False])),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_op(name):
+    fn, *args = CASES[name]
+    check(fn, *args)
+
+
+def test_histc_on_integers_counts_like_float():
+    # MoE routers call histc on int32 expert ids; PyTorch's CPU kernel has no integer version
+    ids = torch.randint(0, 8, (300,), generator=G, dtype=torch.int32)
+    got = torch.histc(ids.to("neuron"), bins=8, min=0, max=7)
+    assert got.dtype == torch.int32
+    assert torch.equal(got.cpu(), torch.histc(ids.float(), 8, 0, 7).int())
+
+
+def test_gradients_through_new_ops():
+    x = X.clone().requires_grad_()
+    d = X.to("neuron").requires_grad_()
+    for t in (x, d):
+        (torch.nn.functional.softplus(t).sum() + t.abs().sum() + t.flip(1)[:, 0].sum()
+         + t.unfold(1, 3, 2).pow(2).sum() + torch.linalg.vector_norm(t, 3)).backward()
+    torch.testing.assert_close(d.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_errors_match_cpu():
+    for fn in (lambda d: torch.histc(torch.ones(3, device=d), bins=0),
+               lambda d: torch.dot(torch.ones(3, device=d), torch.ones(4, device=d)),
+               lambda d: torch.arange(0, 5, 0.5, dtype=torch.int64, device=d),
+               lambda d: torch.nn.functional.gelu(torch.ones(2, device=d), approximate="fast")):
+        with pytest.raises(Exception) as cpu_error:
+            fn("cpu")
+        with pytest.raises(cpu_error.type):
+            fn("neuron")
