@@ -8,226 +8,29 @@ arguments to regenerate part of it, e.g. `-k native`); `--report` groups it by c
 
 GAPS = {
     # --- forward
-    ('forward', 'add', 'bool'):
-        'sample 10 (b8[5, 5], b8[5, 5], alpha=False): neuron result differs: 8/25 elements differ, first at flat index 2: True vs False',
     ('forward', 'div.trunc_rounding', 'bfloat16'):
         "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
     ('forward', 'div.trunc_rounding', 'float16'):
         "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
-    ('forward', 'lerp', 'bfloat16'):
-        'sample 1 (bf16[5, 5], bf16[5], 0.4): neuron result differs: max abs diff 0.0125 (rel 2); 1/25 elements',
-    ('forward', 'lerp', 'float16'):
-        'sample 1 (f16[5, 5], f16[5], 0.4): neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements [3 of 14 samples fail]',
-    ('forward', 'addcmul', 'bfloat16'):
-        'sample 3 (bf16[5, 5], bf16[5, 1], bf16[1, 5], value=3.14): neuron result differs: max abs diff 0.0181 (rel 0.282); 1/25 elements',
-    ('forward', 'addcmul', 'float16'):
-        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14): neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements [6 of 12 samples fail]',
-    ('forward', 'addcdiv', 'bfloat16'):
-        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]): neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements [4 of 12 samples fail]',
-    ('forward', 'addcdiv', 'float16'):
-        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]): neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements [4 of 12 samples fail]',
-    ('forward', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'gather', 'bfloat16'):
-        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'gather', 'float16'):
-        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'gather', 'int64'):
-        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'gather', 'int32'):
-        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'gather', 'bool'):
-        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('forward', 'scatter', 'float32'):
-        'sample 3 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'scatter', 'bfloat16'):
-        'sample 3 (bf16[10, 5], 0, i32[5, 5], bf16[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'scatter', 'float16'):
-        'sample 3 (f16[10, 5], 0, i32[5, 5], f16[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'scatter', 'int64'):
-        'sample 2 (i64[10, 5], 0, i32[5, 5], i64[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'scatter', 'int32'):
-        'sample 2 (i32[10, 5], 0, i32[5, 5], i32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'scatter', 'bool'):
-        'sample 2 (b8[10, 5], 0, i32[5, 5], b8[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('forward', 'arange', 'int64'):
-        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu'): wrong shape [3] (CPU [2]) [7 of 27 samples fail]",
-    ('forward', 'arange', 'int32'):
-        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu'): neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 [3 of 27 samples fail]",
-    ('forward', 'masked_select', 'float32'):
-        'sample 4 (f32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('forward', 'masked_select', 'bfloat16'):
-        'sample 4 (bf16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('forward', 'masked_select', 'float16'):
-        'sample 4 (f16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('forward', 'masked_select', 'int64'):
-        'sample 4 (i64[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('forward', 'masked_select', 'int32'):
-        'sample 4 (i32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('forward', 'masked_select', 'bool'):
-        'sample 4 (b8[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
     ('forward', '_foreach_add[long]', 'bfloat16'):
         'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0156 (rel 0.125); 1/121 elements',
     ('forward', '_foreach_add[long]', 'float16'):
         'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[0]: neuron result differs: max abs diff 0.00195 (rel 0.0712); 4/400 elements [2 of 14 samples fail]',
-    ('forward', '_foreach_addcmul', 'float32'):
-        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcmul', 'bfloat16'):
-        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcmul', 'float16'):
-        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcmul[long]', 'float32'):
-        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [4 of 24 samples fail]',
-    ('forward', '_foreach_addcmul[long]', 'bfloat16'):
-        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[4]: neuron result differs: max abs diff 0.0273 (rel 0.0787); 1/256 elements [23 of 24 samples fail]',
-    ('forward', '_foreach_addcmul[long]', 'float16'):
-        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[2]: neuron result differs: max abs diff 0.00293 (rel 0.00699); 2/324 elements [24 of 24 samples fail]',
-    ('forward', '_foreach_addcdiv', 'float32'):
-        'sample 4 ([f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], [f32[0],f32[4, 4],f32[3, 3],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcdiv', 'bfloat16'):
-        'sample 4 ([bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcdiv', 'float16'):
-        'sample 4 ([f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], [f16[0],f16[4, 4],f16[3, 3],f16[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [2 of 12 samples fail]',
-    ('forward', '_foreach_addcdiv[long]', 'float32'):
-        'sample 4 ([f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], [f32[0],f32[19, 19],f32[18, 18],f32[0],...], value=True): neuron raised RuntimeError: Boolean alpha only supported for Boolean results. (the CPU did not) [4 of 24 samples fail]',
-    ('forward', '_foreach_addcdiv[long]', 'bfloat16'):
-        'sample 0 ([bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...])[5]: neuron result differs: max abs diff 0.0151 (rel 0.193); 1/225 elements [20 of 24 samples fail]',
-    ('forward', '_foreach_addcdiv[long]', 'float16'):
-        'sample 0 ([f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...], [f16[0],f16[19, 19],f16[18, 18],f16[0],...])[1]: neuron result differs: max abs diff 0.00192 (rel 0.141); 2/361 elements [24 of 24 samples fail]',
-    ('forward', '_foreach_lerp[long]', 'bfloat16'):
-        'sample 5 ([bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [0.8169,0.8856,0.9854,0.5132,...)[3]: neuron result differs: max abs diff 0.0156 (rel 0.861); 4/289 elements [2 of 12 samples fail]',
-    ('forward', '_foreach_lerp[long]', 'float16'):
-        'sample 4 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [8,2,1,2,...])[1]: neuron result differs: max abs diff 0.00195 (rel 0.00325); 1/361 elements [4 of 12 samples fail]',
     # --- out
-    ('out', 'add', 'bool'):
-        'sample 10 (b8[5, 5], b8[5, 5], alpha=False) out=: neuron result differs: 8/25 elements differ, first at flat index 2: True vs False',
     ('out', 'div.trunc_rounding', 'bfloat16'):
         "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
     ('out', 'div.trunc_rounding', 'float16'):
         "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
-    ('out', 'lerp', 'bfloat16'):
-        'sample 1 (bf16[5, 5], bf16[5], 0.4) out=: neuron result differs: max abs diff 0.0125 (rel 2); 1/25 elements',
-    ('out', 'lerp', 'float16'):
-        'sample 1 (f16[5, 5], f16[5], 0.4) out=: neuron result differs: max abs diff 0.00156 (rel 0.501); 1/25 elements [3 of 14 samples fail]',
-    ('out', 'addcmul', 'bfloat16'):
-        'sample 3 (bf16[5, 5], bf16[5, 1], bf16[1, 5], value=3.14) out=: neuron result differs: max abs diff 0.0181 (rel 0.282); 1/25 elements',
-    ('out', 'addcmul', 'float16'):
-        'sample 3 (f16[5, 5], f16[5, 1], f16[1, 5], value=3.14) out=: neuron result differs: max abs diff 0.0011 (rel 0.0159); 1/25 elements [6 of 12 samples fail]',
-    ('out', 'addcdiv', 'bfloat16'):
-        'sample 4 (bf16[1], bf16[5, 5, 1], bf16[1, 5]) out=: neuron result differs: max abs diff 0.0273 (rel 0.0588); 3/125 elements [4 of 12 samples fail]',
-    ('out', 'addcdiv', 'float16'):
-        'sample 2 (f16[5, 5], f16[5, 1], f16[1, 5]) out=: neuron result differs: max abs diff 0.00391 (rel 0.00222); 1/25 elements [4 of 12 samples fail]',
-    ('out', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'gather', 'bfloat16'):
-        'sample 1 (bf16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'gather', 'float16'):
-        'sample 1 (f16[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'gather', 'int64'):
-        'sample 1 (i64[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'gather', 'int32'):
-        'sample 1 (i32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'gather', 'bool'):
-        'sample 1 (b8[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('out', 'scatter', 'float32'):
-        'sample 3 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'scatter', 'bfloat16'):
-        'sample 3 (bf16[10, 5], 0, i32[5, 5], bf16[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'scatter', 'float16'):
-        'sample 3 (f16[10, 5], 0, i32[5, 5], f16[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'scatter', 'int64'):
-        'sample 2 (i64[10, 5], 0, i32[5, 5], i64[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'scatter', 'int32'):
-        'sample 2 (i32[10, 5], 0, i32[5, 5], i32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'scatter', 'bool'):
-        'sample 2 (b8[10, 5], 0, i32[5, 5], b8[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    ('out', 'arange', 'int64'):
-        "sample 10 (0, -8, -4, dtype=torch.int64, device='cpu') out=: wrong shape [3] (CPU [2]) [7 of 27 samples fail]",
-    ('out', 'arange', 'int32'):
-        "sample 14 (-0.9, 2.1, 2, dtype=torch.int32, device='cpu') out=: neuron result differs: 1/2 elements differ, first at flat index 1: 1 vs 2 [3 of 27 samples fail]",
-    ('out', 'masked_select', 'float32'):
-        'sample 4 (f32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('out', 'masked_select', 'bfloat16'):
-        'sample 4 (bf16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('out', 'masked_select', 'float16'):
-        'sample 4 (f16[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('out', 'masked_select', 'int64'):
-        'sample 4 (i64[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('out', 'masked_select', 'int32'):
-        'sample 4 (i32[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
-    ('out', 'masked_select', 'bool'):
-        'sample 4 (b8[], b8[]): neuron raised IndexError: too many indices for tensor of dimension 0 (got 1) (the CPU did not)',
     # --- gradients
     ('gradients', 'nn.functional.layer_norm', 'float32'):
-        "sample 0 (f32[1, 2, 3], (1,2,3), f32[1, 2, 3], f32[1, 2, 3], eps=0.5): neuron raised RuntimeError: shape '[1, 2, 3]' is invalid for input of size 1 (the CPU did not) [2 of 5 samples fail]",
-    ('gradients', 'gather', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5]): neuron raised RuntimeError: gather(): Expected dtype int64 for index (the CPU did not) [3 of 7 samples fail]',
-    ('gradients', 'scatter', 'float32'):
-        'sample 1 (f32[10, 5], 0, i32[5, 5], f32[5, 5]): neuron raised RuntimeError: scatter(): Expected dtype int64 for index (the CPU did not)',
-    # --- error_inputs
-    ('error_inputs', 'nn.functional.gelu', '*'):
-        "error input 0 (f32[], approximate='asdf'): no error raised on neuron (CPU: RuntimeError: approximate argument must be either none or tanh.)",
-    ('error_inputs', 'masked_fill', '*'):
-        'error input 1 (f32[2, 2], b8[], 1j): no error raised on neuron (CPU: RuntimeError: value cannot be converted to type float without overflow) [2 of 3 error inputs fail]',
-    ('error_inputs', 'index_select', '*'):
-        'error input 0 (f32[3, 6], 1, i64[2], out=f32[2, 6](strided)): no error raised on neuron (CPU: RuntimeError: unsupported operation: more than one element of the written-to tensor refers to a single memory l...)',
-    ('error_inputs', 'gather', '*'):
-        'error input 5 (f32[6], 0, i64[3], out=f32[3](strided)): no error raised on neuron (CPU: RuntimeError: unsupported operation: more than one element of the written-to tensor refers to a single memory l...) [3 of 8 error inputs fail]',
-    ('error_inputs', 'cat', '*'):
-        'error input 6 ((f32[0],f32[4, 6]), dim=0, out=f32[0]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) [2 of 14 error inputs fail]',
-    ('error_inputs', 'arange', '*'):
-        'error input 6 (0, 64, 0.5, out=i64[0]): no error raised on neuron (CPU: ValueError: step must be nonzero)',
-    ('error_inputs', 'masked_select', '*'):
-        'error input 1 (f32[6], b8[6], out=f32[6]): no error raised on neuron (CPU: RuntimeError: unsupported operation: some elements of the input tensor and the written-to tensor refer to a sin...) [2 of 3 error inputs fail]',
+        'sample 2 (f32[1], (1), f32[1], f32[1]) grad of input 0: neuron gradient differs: max abs diff 0.000122 (rel 1); 1/1 elements',
     # --- native
     ('native', 'pow', 'int64'):
         'falls back: aten::pow.Tensor_Tensor_out (all 9 samples)',
     ('native', 'pow', 'int32'):
         'falls back: aten::pow.Tensor_Tensor_out (all 9 samples)',
-    ('native', 'clamp', '*'):
-        'falls back: aten::clamp.Tensor_out (all 7 samples)',
-    ('native', 'lerp', 'float32'):
-        'falls back: aten::lerp.Tensor_out (7/14 samples, e.g. 4: f32[5, 5], f32[5], f32[5, 5])',
-    ('native', 'lerp', 'bfloat16'):
-        'falls back: aten::lerp.Tensor_out (7/14 samples, e.g. 4: bf16[5, 5], bf16[5], bf16[5, 5])',
-    ('native', 'lerp', 'float16'):
-        'falls back: aten::lerp.Tensor_out (7/14 samples, e.g. 4: f16[5, 5], f16[5], f16[5, 5])',
-    ('native', 'addcmul', 'int64'):
-        'falls back: aten::addcmul.out (all 12 samples)',
-    ('native', 'addcmul', 'int32'):
-        'falls back: aten::addcmul.out (all 12 samples)',
-    ('native', 'prod', 'float32'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: f32[5, 5, 5])',
-    ('native', 'prod', 'bfloat16'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: bf16[5, 5, 5])',
-    ('native', 'prod', 'float16'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: f16[5, 5, 5])',
-    ('native', 'prod', 'int64'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: i64[5, 5, 5])',
-    ('native', 'prod', 'int32'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: i32[5, 5, 5])',
-    ('native', 'prod', 'bool'):
-        'falls back: aten::prod (13/39 samples, e.g. 0: b8[5, 5, 5])',
-    ('native', 'norm', 'float32'):
-        'falls back: aten::linalg_vector_norm.out (31/42 samples, e.g. 1: f32[5, 5], 0)',
-    ('native', 'norm', 'bfloat16'):
-        'falls back: aten::linalg_vector_norm.out (31/42 samples, e.g. 1: bf16[5, 5], 0)',
-    ('native', 'norm', 'float16'):
-        'falls back: aten::linalg_vector_norm.out (31/42 samples, e.g. 1: f16[5, 5], 0)',
-    ('native', 'norm.inf', 'float32'):
-        'falls back: aten::linalg_vector_norm.out (1/4 samples, e.g. 0: f32[5, 5], -inf)',
-    ('native', 'norm.inf', 'bfloat16'):
-        'falls back: aten::linalg_vector_norm.out (1/4 samples, e.g. 0: bf16[5, 5], -inf)',
-    ('native', 'norm.inf', 'float16'):
-        'falls back: aten::linalg_vector_norm.out (1/4 samples, e.g. 0: f16[5, 5], -inf)',
     ('native', 'norm.nuc', 'float32'):
         'falls back: aten::_linalg_svd.U (all 2 samples)',
-    ('native', 'linalg.vector_norm', 'float32'):
-        'falls back: aten::linalg_vector_norm.out (140/180 samples, e.g. 0: f32[], ord=6)',
-    ('native', 'linalg.vector_norm', 'bfloat16'):
-        'falls back: aten::linalg_vector_norm.out (140/180 samples, e.g. 0: bf16[], ord=6)',
-    ('native', 'linalg.vector_norm', 'float16'):
-        'falls back: aten::linalg_vector_norm.out (140/180 samples, e.g. 0: f16[], ord=6)',
     ('native', 'sort', 'bool'):
         'falls back: aten::sort.values_stable (all 58 samples)',
     ('native', 'mm', 'int64'):
@@ -250,12 +53,6 @@ GAPS = {
         'falls back: aten::baddbmm.out (all 6 samples)',
     ('native', 'baddbmm', 'int32'):
         'falls back: aten::baddbmm.out (all 6 samples)',
-    ('native', 'matmul', 'float32'):
-        'falls back: aten::addmv.out (3/15 samples, e.g. 1: f32[5, 10], f32[10]); aten::dot (1/15 samples, e.g. 0: f32[20], f32[20])',
-    ('native', 'matmul', 'bfloat16'):
-        'falls back: aten::addmv.out (3/15 samples, e.g. 1: bf16[5, 10], bf16[10]); aten::dot (1/15 samples, e.g. 0: bf16[20], bf16[20])',
-    ('native', 'matmul', 'float16'):
-        'falls back: aten::addmv.out (3/15 samples, e.g. 1: f16[5, 10], f16[10]); aten::dot (1/15 samples, e.g. 0: f16[20], f16[20])',
     ('native', 'matmul', 'int64'):
         'falls back: aten::addmv.out (3/15 samples, e.g. 1: i64[5, 10], i64[10]); aten::bmm.out (6/15 samples, e.g. 8: i64[10], i64[5, 10, 5]); aten::dot (1/15 samples, e.g. 0: i64[20], i64[20]); aten::mm.out (5/15 samples, e.g. 2: i64[10], i64[10, 5])',
     ('native', 'matmul', 'int32'):
@@ -270,8 +67,6 @@ GAPS = {
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: bf16[5, 5], i64[2, 2], max_norm=1)',
     ('native', 'nn.functional.embedding', 'float16'):
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f16[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'nn.functional.one_hot', 'int64'):
-        'falls back: aten::scatter.value_out (all 6 samples)',
     ('native', 'nn.functional.nll_loss', 'float32'):
         "falls back: aten::nll_loss2d_forward (20/61 samples, e.g. 14: f32[2, 3, 2, 2], i64[2, 2, 2], reduction='none'); aten::nll_loss_forward.output (20/61 samples, e.g. 7: f32[3], i64[], reduction='none')",
     ('native', 'nn.functional.nll_loss', 'bfloat16'):
@@ -297,132 +92,28 @@ GAPS = {
     ('native', 'index_select', 'bool'):
         'falls back: aten::index_select.out (1/3 samples, e.g. 0: b8[], 0, i64[1])',
     ('native', 'gather', 'float32'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: f32[], 0, i64[1])',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: f32[5], 0, u8[2, 0])',
     ('native', 'gather', 'bfloat16'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: bf16[], 0, i64[1])',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: bf16[5], 0, u8[2, 0])',
     ('native', 'gather', 'float16'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: f16[], 0, i64[1])',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: f16[5], 0, u8[2, 0])',
     ('native', 'gather', 'int64'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: i64[], 0, i64[1])',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: i64[5], 0, u8[2, 0])',
     ('native', 'gather', 'int32'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: i32[], 0, i64[1])',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: i32[5], 0, u8[2, 0])',
     ('native', 'gather', 'bool'):
-        'falls back: aten::gather.out (2/7 samples, e.g. 5: b8[], 0, i64[1])',
-    ('native', 'scatter', 'float32'):
-        "falls back: aten::scatter.reduce_out (16/27 samples, e.g. 1: f32[10, 5], 0, i64[5, 5], f32[5, 5], reduce='add'); aten::scatter.src_out (1/27 samples, e.g. 21: f32[], 0, i64[], f32[]); aten::scatter.value_out (1/27 samples, e.g. 24: f32[], 0, i64[], 2.5); aten::scatter.value_reduce_out (2/27 samples, e.g. 25: f32[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter', 'bfloat16'):
-        "falls back: aten::scatter.reduce_out (16/27 samples, e.g. 1: bf16[10, 5], 0, i64[5, 5], bf16[5, 5], reduce='add'); aten::scatter.src_out (1/27 samples, e.g. 21: bf16[], 0, i64[], bf16[]); aten::scatter.value_out (1/27 samples, e.g. 24: bf16[], 0, i64[], 2.5); aten::scatter.value_reduce_out (2/27 samples, e.g. 25: bf16[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter', 'float16'):
-        "falls back: aten::scatter.reduce_out (16/27 samples, e.g. 1: f16[10, 5], 0, i64[5, 5], f16[5, 5], reduce='add'); aten::scatter.src_out (1/27 samples, e.g. 21: f16[], 0, i64[], f16[]); aten::scatter.value_out (1/27 samples, e.g. 24: f16[], 0, i64[], 2.5); aten::scatter.value_reduce_out (2/27 samples, e.g. 25: f16[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter', 'int64'):
-        "falls back: aten::scatter.reduce_out (8/18 samples, e.g. 1: i64[10, 5], 0, i64[5, 5], i64[5, 5], reduce='add'); aten::scatter.src_out (1/18 samples, e.g. 14: i64[], 0, i64[], i64[]); aten::scatter.value_out (1/18 samples, e.g. 16: i64[], 0, i64[], 2.5); aten::scatter.value_reduce_out (1/18 samples, e.g. 17: i64[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter', 'int32'):
-        "falls back: aten::scatter.reduce_out (8/18 samples, e.g. 1: i32[10, 5], 0, i64[5, 5], i32[5, 5], reduce='add'); aten::scatter.src_out (1/18 samples, e.g. 14: i32[], 0, i64[], i32[]); aten::scatter.value_out (1/18 samples, e.g. 16: i32[], 0, i64[], 2.5); aten::scatter.value_reduce_out (1/18 samples, e.g. 17: i32[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter', 'bool'):
-        "falls back: aten::scatter.reduce_out (8/18 samples, e.g. 1: b8[10, 5], 0, i64[5, 5], b8[5, 5], reduce='add'); aten::scatter.src_out (1/18 samples, e.g. 14: b8[], 0, i64[], b8[]); aten::scatter.value_out (1/18 samples, e.g. 16: b8[], 0, i64[], 2.5); aten::scatter.value_reduce_out (1/18 samples, e.g. 17: b8[], 0, i64[], 2.5, reduce='add')",
-    ('native', 'scatter_add', '*'):
-        'falls back: aten::scatter_add.out (all 7 samples)',
+        'falls back: aten::gather.out (3/7 samples, e.g. 4: b8[5], 0, u8[2, 0])',
     ('native', 'index_put', 'bool'):
         'falls back: aten::_index_put_impl_ (2/4 samples, e.g. 2: b8[5, 5], (i64[2]), b8[2, 5], accumulate=True)',
-    ('native', '_foreach_addcmul', 'int64'):
-        'falls back: aten::addcmul.out (all 8 samples)',
-    ('native', '_foreach_addcmul', 'int32'):
-        'falls back: aten::addcmul.out (all 8 samples)',
-    ('native', '_foreach_addcmul[long]', 'int64'):
-        'falls back: aten::addcmul.out (all 16 samples)',
-    ('native', '_foreach_addcmul[long]', 'int32'):
-        'falls back: aten::addcmul.out (all 16 samples)',
-    ('native', '_foreach_lerp', 'float32'):
-        'falls back: aten::lerp.Tensor_out (1/6 samples, e.g. 0: [f32[5, 5],f32[4, 4],f32[3, 3],f32[2, 2],...], [f32[5, 5],f32[4, 4],f32[3, 3],f32[2, 2]...)',
-    ('native', '_foreach_lerp', 'bfloat16'):
-        'falls back: aten::lerp.Tensor_out (1/6 samples, e.g. 0: [bf16[5, 5],bf16[4, 4],bf16[3, 3],bf16[2, 2],...], [bf16[5, 5],bf16[4, 4],bf16[3, 3],bf...)',
-    ('native', '_foreach_lerp', 'float16'):
-        'falls back: aten::lerp.Tensor_out (1/6 samples, e.g. 0: [f16[5, 5],f16[4, 4],f16[3, 3],f16[2, 2],...], [f16[5, 5],f16[4, 4],f16[3, 3],f16[2, 2]...)',
-    ('native', '_foreach_lerp[long]', 'float32'):
-        'falls back: aten::lerp.Tensor_out (2/12 samples, e.g. 0: [f32[20, 20],f32[19, 19],f32[18, 18],f32[17, 17],...], [f32[20, 20],f32[19, 19],f32[18,...)',
-    ('native', '_foreach_lerp[long]', 'bfloat16'):
-        'falls back: aten::lerp.Tensor_out (2/12 samples, e.g. 0: [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [bf16[20, 20],bf16[19, 19],b...)',
-    ('native', '_foreach_lerp[long]', 'float16'):
-        'falls back: aten::lerp.Tensor_out (2/12 samples, e.g. 0: [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18,...)',
-    ('native', '_foreach_norm', 'float32'):
-        'falls back: aten::linalg_vector_norm.out (13/16 samples, e.g. 0: [f32[0],f32[4, 4],f32[3, 3],f32[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm', 'bfloat16'):
-        'falls back: aten::linalg_vector_norm.out (13/16 samples, e.g. 0: [bf16[0],bf16[4, 4],bf16[3, 3],bf16[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm', 'float16'):
-        'falls back: aten::linalg_vector_norm.out (13/16 samples, e.g. 0: [f16[0],f16[4, 4],f16[3, 3],f16[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm', 'int64'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_norm', 'int32'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_norm', 'bool'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_norm[long]', 'float32'):
-        'falls back: aten::linalg_vector_norm.out (20/26 samples, e.g. 0: [f32[0],f32[19, 19],f32[18, 18],f32[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm[long]', 'bfloat16'):
-        'falls back: aten::linalg_vector_norm.out (20/26 samples, e.g. 0: [bf16[0],bf16[19, 19],bf16[18, 18],bf16[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm[long]', 'float16'):
-        'falls back: aten::linalg_vector_norm.out (20/26 samples, e.g. 0: [f16[0],f16[19, 19],f16[18, 18],f16[0],...], ord=0, dtype=torch.float64)',
-    ('native', '_foreach_norm[long]', 'int64'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_norm[long]', 'int32'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_norm[long]', 'bool'):
-        'falls back: aten::linalg_vector_norm.out (all 6 samples)',
-    ('native', '_foreach_maximum', 'float32'):
-        'falls back: aten::clamp_min.Tensor_out (1/6 samples, e.g. 0: [f32[5, 5],f32[4, 4],f32[3, 3],f32[2, 2],...], [f32[5, 5],f32[4, 4],f32[3, 3],f32[2, 2]...); aten::clamp_min.out (5/6 samples, e.g. 1: [f32[5, 5],f32[4, 4],f32[3, 3],f32[2, 2],...], 8)',
-    ('native', '_foreach_maximum', 'bfloat16'):
-        'falls back: aten::clamp_min.Tensor_out (1/6 samples, e.g. 0: [bf16[5, 5],bf16[4, 4],bf16[3, 3],bf16[2, 2],...], [bf16[5, 5],bf16[4, 4],bf16[3, 3],bf...); aten::clamp_min.out (5/6 samples, e.g. 1: [bf16[5, 5],bf16[4, 4],bf16[3, 3],bf16[2, 2],...], 8)',
-    ('native', '_foreach_maximum', 'float16'):
-        'falls back: aten::clamp_min.Tensor_out (1/6 samples, e.g. 0: [f16[5, 5],f16[4, 4],f16[3, 3],f16[2, 2],...], [f16[5, 5],f16[4, 4],f16[3, 3],f16[2, 2]...); aten::clamp_min.out (5/6 samples, e.g. 1: [f16[5, 5],f16[4, 4],f16[3, 3],f16[2, 2],...], 8)',
-    ('native', '_foreach_maximum', 'int64'):
-        'falls back: aten::clamp_min.Tensor_out (1/4 samples, e.g. 0: [i64[5, 5],i64[4, 4],i64[3, 3],i64[2, 2],...], [i64[5, 5],i64[4, 4],i64[3, 3],i64[2, 2]...); aten::clamp_min.out (3/4 samples, e.g. 1: [i64[5, 5],i64[4, 4],i64[3, 3],i64[2, 2],...], 8)',
-    ('native', '_foreach_maximum', 'int32'):
-        'falls back: aten::clamp_min.Tensor_out (1/4 samples, e.g. 0: [i32[5, 5],i32[4, 4],i32[3, 3],i32[2, 2],...], [i32[5, 5],i32[4, 4],i32[3, 3],i32[2, 2]...); aten::clamp_min.out (3/4 samples, e.g. 1: [i32[5, 5],i32[4, 4],i32[3, 3],i32[2, 2],...], 8)',
     ('native', '_foreach_maximum', 'bool'):
-        'falls back: aten::clamp_min.Tensor_out (1/3 samples, e.g. 0: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...]); aten::clamp_min.out (2/3 samples, e.g. 1: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], 8)',
-    ('native', '_foreach_maximum[long]', 'float32'):
-        'falls back: aten::clamp_min.Tensor_out (2/12 samples, e.g. 0: [f32[20, 20],f32[19, 19],f32[18, 18],f32[17, 17],...], [f32[20, 20],f32[19, 19],f32[18,...); aten::clamp_min.out (10/12 samples, e.g. 1: [f32[20, 20],f32[19, 19],f32[18, 18],f32[17, 17],...], 8)',
-    ('native', '_foreach_maximum[long]', 'bfloat16'):
-        'falls back: aten::clamp_min.Tensor_out (2/12 samples, e.g. 0: [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], [bf16[20, 20],bf16[19, 19],b...); aten::clamp_min.out (10/12 samples, e.g. 1: [bf16[20, 20],bf16[19, 19],bf16[18, 18],bf16[17, 17],...], 8)',
-    ('native', '_foreach_maximum[long]', 'float16'):
-        'falls back: aten::clamp_min.Tensor_out (2/12 samples, e.g. 0: [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18,...); aten::clamp_min.out (10/12 samples, e.g. 1: [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], 8)',
-    ('native', '_foreach_maximum[long]', 'int64'):
-        'falls back: aten::clamp_min.Tensor_out (2/8 samples, e.g. 0: [i64[20, 20],i64[19, 19],i64[18, 18],i64[17, 17],...], [i64[20, 20],i64[19, 19],i64[18,...); aten::clamp_min.out (6/8 samples, e.g. 1: [i64[20, 20],i64[19, 19],i64[18, 18],i64[17, 17],...], 8)',
-    ('native', '_foreach_maximum[long]', 'int32'):
-        'falls back: aten::clamp_min.Tensor_out (2/8 samples, e.g. 0: [i32[20, 20],i32[19, 19],i32[18, 18],i32[17, 17],...], [i32[20, 20],i32[19, 19],i32[18,...); aten::clamp_min.out (6/8 samples, e.g. 1: [i32[20, 20],i32[19, 19],i32[18, 18],i32[17, 17],...], 8)',
+        'falls back: aten::clamp.Tensor_out (1/3 samples, e.g. 0: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...]); aten::clamp.out (2/3 samples, e.g. 1: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], 8)',
     ('native', '_foreach_maximum[long]', 'bool'):
-        'falls back: aten::clamp_min.Tensor_out (2/6 samples, e.g. 0: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], [b8[20, 20],b8[19, 19],b8[18, 18],b8...); aten::clamp_min.out (4/6 samples, e.g. 1: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], 8)',
+        'falls back: aten::clamp.Tensor_out (2/6 samples, e.g. 0: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], [b8[20, 20],b8[19, 19],b8[18, 18],b8...); aten::clamp.out (4/6 samples, e.g. 1: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], 8)',
     # --- native_backward
-    ('native_backward', 'abs', 'float32'):
-        'falls back: aten::sgn.out (all 1 samples)',
-    ('native_backward', 'max.reduction_no_dim', 'float32'):
-        'falls back: aten::isnan (all 2 samples)',
-    ('native_backward', 'max.reduction_with_dim', 'float32'):
-        'falls back: aten::scatter.src_out (2/4 samples, e.g. 2: f32[], 0)',
-    ('native_backward', 'min.reduction_no_dim', 'float32'):
-        'falls back: aten::isnan (all 2 samples)',
-    ('native_backward', 'min.reduction_with_dim', 'float32'):
-        'falls back: aten::scatter.src_out (2/4 samples, e.g. 2: f32[], 0)',
-    ('native_backward', 'norm', 'float32'):
-        'falls back: aten::sgn.out (2/4 samples, e.g. 2: f32[5, 5], 0.5)',
-    ('native_backward', 'norm.inf', 'float32'):
-        'falls back: aten::isnan (all 4 samples); aten::sgn.out (all 4 samples)',
-    ('native_backward', 'linalg.vector_norm', 'float32'):
-        'falls back: aten::sgn.out (1/4 samples, e.g. 3: f32[], ord=1)',
-    ('native_backward', 'cumsum', 'float32'):
-        'falls back: aten::flip (3/4 samples, e.g. 0: f32[5, 5, 5], 0)',
-    ('native_backward', 'matmul', 'float32'):
-        'falls back: aten::addmv.out (1/4 samples, e.g. 1: f32[5, 10], f32[10])',
     ('native_backward', 'nn.functional.cross_entropy', 'float32'):
         'falls back: aten::nll_loss2d_backward (1/4 samples, e.g. 2: f32[2, 3, 1], i64[2, 1])',
     ('native_backward', 'index_select', 'float32'):
-        'falls back: aten::index_add.out (all 3 samples)',
-    ('native_backward', 'gather', 'float32'):
-        'falls back: aten::scatter_add.out (4/7 samples, e.g. 0: f32[10, 5], 0, i64[5, 5])',
-    ('native_backward', 'scatter', 'float32'):
-        'falls back: aten::scatter.value_out (4/5 samples, e.g. 0: f32[10, 5], 0, i64[5, 5], f32[5, 5])',
+        'falls back: aten::index_add.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
     ('native_backward', 'masked_select', 'float32'):
         'falls back: aten::masked_scatter_ (all 4 samples)',
-    ('native_backward', '_foreach_norm', 'float32'):
-        'falls back: aten::sgn.out (2/4 samples, e.g. 2: [f32[0],f32[4, 4],f32[3, 3],f32[0],...], ord=1, dtype=torch.float64)',
 }

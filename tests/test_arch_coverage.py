@@ -6,16 +6,9 @@ pytest.importorskip("transformers")
 
 from torch_neuronx.tools import arch_coverage as ac  # noqa: E402
 
-# Architectures that fail today because of the neuron backend; strict, so a fix shows up as an
-# unexpected pass and the entry must go.
-_MOE_HISTC = ("the MoE grouped_mm path counts tokens per expert with torch.histc on an int32 "
-              "tensor (on any device but cpu/mps); neuron has no histc kernel and the CPU "
-              "fallback's histc has no integer support: NotImplementedError: \"histogram_cpu\" "
-              "not implemented for 'Int'")
-KNOWN_FAILURES = {
-    "mixtral": _MOE_HISTC,
-    "qwen2_moe": _MOE_HISTC,
-}
+# Architectures that fail today because of the neuron backend (strict: a fix shows up as an
+# unexpected pass and the entry must go). None in the CI subset at the moment.
+KNOWN_FAILURES = {}
 
 
 def _params():

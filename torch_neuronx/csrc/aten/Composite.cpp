@@ -172,17 +172,23 @@ Tensor& vector_norm_out(const Tensor& self, const c10::Scalar& ord, at::Optional
   TORCH_CHECK(!(std::isinf(p) && self.numel() == 0 && !dim), "linalg.vector_norm cannot compute the ", ord,
               " norm on an empty tensor because the operation does not have an identity");
   track_native("aten::linalg_vector_norm.out");
+  // computed in float for the half types (|x|^p overflows them), cast once at the end
   Tensor x = dtype ? self.to(*dtype) : self;
+  if (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16) x = x.to(at::kFloat);
   auto dims = dim.value_or(at::IntArrayRef{});
-  if (std::isinf(p)) return p > 0 ? at::amax_out(out, x.abs(), dims, keepdim) : at::amin_out(out, x.abs(), dims, keepdim);
-  if (p == 2.0) {
-    at::sum_out(out, at::mul(x, x), dim, keepdim, out.scalar_type());
-    return out.sqrt_();
-  }
-  if (p == 0.0) return at::sum_out(out, at::ne(x, 0).to(out.scalar_type()), dim, keepdim, out.scalar_type());
-  if (p == 1.0) return at::sum_out(out, x.abs(), dim, keepdim, out.scalar_type());
-  at::sum_out(out, at::pow(x.abs(), p), dim, keepdim, out.scalar_type());
-  return out.pow_(1.0 / p);
+  Tensor r;
+  if (std::isinf(p))
+    r = p > 0 ? at::amax(x.abs(), dims, keepdim) : at::amin(x.abs(), dims, keepdim);
+  else if (p == 2.0)
+    r = at::sum(at::mul(x, x), dim, keepdim).sqrt_();
+  else if (p == 0.0)
+    r = at::sum(at::ne(x, 0).to(x.scalar_type()), dim, keepdim);
+  else if (p == 1.0)
+    r = at::sum(x.abs(), dim, keepdim);
+  else
+    r = at::sum(at::pow(x.abs(), p), dim, keepdim).pow_(1.0 / p);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
 }
 
 // Per-sample weights: class weight at the target, zero where target == ignore_index.

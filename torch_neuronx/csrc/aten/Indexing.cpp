@@ -187,7 +187,7 @@ Tensor& isin_out(const Tensor& elements, const Tensor& test, bool assume_unique,
 
 // int32 indices are accepted as PyTorch's CPU kernels accept them.
 Tensor long_index(const Tensor& index, const char* op) {
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, op,
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt || index.numel() == 0, op,
               "(): Expected dtype int64 for index");
   return index.scalar_type() == at::kLong ? index : index.to(at::kLong);
 }
@@ -272,9 +272,6 @@ Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& raw_index, boo
   if (!elementwise_dtypes_ok({self.scalar_type()}) || self.dim() == 0 || index.dim() != self.dim() ||
       out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::gather_out>(self, dim, raw_index, sparse_grad, out);
-  at::assert_no_internal_overlap(out);
-  at::assert_no_overlap(out, self);
-  at::assert_no_partial_overlap(out, index);
   same_device("gather", self, index);
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   for (int64_t k = 0; k < self.dim(); k++)
@@ -282,6 +279,9 @@ Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& raw_index, boo
                 " expected index ", index.sizes(), " to be no larger than self ", self.sizes(),
                 " apart from dimension ", d);
   at::native::resize_output(out, index.sizes());
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_partial_overlap(out, raw_index);
   track_native("aten::gather.out");
   if (out.numel() == 0) return out;
   tn_tensor o = to_tn_view(out), x = to_tn_view(self), i = to_tn_view(index);
