@@ -1,11 +1,11 @@
-"""Elementwise, reduction and softmax throughput, neuron vs the CPU, and per-op launch cost.
+"""Elementwise, reduction and softmax throughput, neuron vs the CPU (launch cost: dispatch.py).
 
     python bench/ops.py [--sizes 1,16,64] [--repeat 5]
 
 For each op and size (millions of float32 elements): effective GB/s (bytes read + written per
 second) on neuron and on the CPU with the same threads, their ratio, and neuron as a fraction
-of the measured copy bandwidth (a software device's ceiling). Then the launch overhead of tiny
-ops in us/op, neuron vs CPU eager. neuron is timed as a device: launches, then synchronize.
+of the measured copy bandwidth (a software device's ceiling). neuron is timed as a device:
+launches, then synchronize.
 """
 import argparse
 import os
@@ -55,18 +55,6 @@ def main():
                 copy_bw = bw_cpu
             print(f"{name:>13} {mel:>6}  {bw_dev:>11.2f} {bw_cpu:>9.2f}  {bw_dev / bw_cpu:>5.2f}x  "
                   f"{bw_dev / copy_bw:>9.0%}")
-
-    tiny_d, tiny_c = torch.ones(8, device="neuron"), torch.ones(8)
-    ops = 2000
-
-    def launches(t):
-        for _ in range(ops):
-            torch.add(t, t, out=t)
-
-    t_dev = best(lambda: (launches(tiny_d), torch.neuron.synchronize()), 5) / ops * 1e6
-    t_cpu = best(lambda: launches(tiny_c), 5) / ops * 1e6
-    print(f"\nlaunch overhead (tiny add, out=): neuron {t_dev:.2f} us/op, cpu {t_cpu:.2f} us/op, "
-          f"ratio {t_dev / t_cpu:.2f}x")
 
 
 if __name__ == "__main__":

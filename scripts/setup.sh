@@ -16,6 +16,12 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import torch, pytest
   "${PIP[@]}" install "torch==2.13.0" numpy pytest expecttest ninja setuptools wheel 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
+# The Hugging Face libraries the model tests use (tiny models built from configs, no Hub).
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import transformers" 2>/dev/null; then
+  echo "[setup] installing transformers==5.24.0"
+  "${PIP[@]}" install "transformers==5.24.0" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
 echo "[setup] building the C runtime and the PyTorch extension"
 start=$(date +%s)
 LOG=build/setup.log
