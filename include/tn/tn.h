@@ -23,5 +23,6 @@
 #include "tn/sequence.h"
 #include "tn/sort.h"
 #include "tn/optim.h"
+#include "tn/attention.h"
 
 #endif

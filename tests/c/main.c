@@ -40,6 +40,7 @@ int tn_test_failures;
     X(test_var_kernel)           \
     X(test_histc_kernel)         \
     X(test_ternary_kernel)       \
+    X(test_attention_kernel)     \
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \

@@ -1,0 +1,40 @@
+/* Scaled dot-product attention as one fused, tiled pass (flash-style): per query row the
+ * scores of a block of keys are computed, folded into a running maximum, normaliser and
+ * output accumulator, and never stored. The backward recomputes the probabilities from the
+ * saved log-sum-exp.
+ *
+ * Views: q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev), out (B, Hq, L, Ev), any
+ * strides, float32/bfloat16/float16 (q, k, v and out of one dtype); Hq a multiple of Hkv
+ * (grouped-query attention: q head h reads kv head h / (Hq / Hkv)). bias: an additive float
+ * view of (B, Hq, L, S), stride 0 where broadcast. causal: key j is visible to query i when
+ * j <= i (top-left aligned, PyTorch's is_causal). lse: float32 (B, Hq, L), log-sum-exp of
+ * each row's scaled scores. All math in float32. */
+#ifndef TN_ATTENTION_H
+#define TN_ATTENTION_H
+#include <stdint.h>
+#include "tn/status.h"
+#include "tn/stream.h"
+#include "tn/tensor.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct tn_attention {
+    tn_tensor q, k, v, out, lse, bias;
+    int32_t has_bias, causal;
+    double scale;
+    /* backward only: grad_out (like out); dq, dk, dv contiguous float32 of q's, k's, v's shapes */
+    tn_tensor grad_out;
+    float *dq, *dk, *dv;
+} tn_attention;
+
+tn_status tn_attention_forward_async(tn_stream_t stream, const char *name, const tn_attention *a);
+tn_status tn_attention_backward_async(tn_stream_t stream, const char *name, const tn_attention *a);
+/* One thread's share: forward rows (B*Hq*L) / backward (batch, kv head) groups. scratch holds
+ * tn_attention_scratch_floats(a) floats. */
+int64_t tn_attention_scratch_floats(const tn_attention *a);
+void tn_kernel_attention_forward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth);
+void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth);
+#ifdef __cplusplus
+}
+#endif
+#endif

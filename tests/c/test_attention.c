@@ -1,0 +1,85 @@
+/* The fused attention kernel against a direct softmax(q k^T * scale + bias) v, and its
+ * backward against finite differences of that reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+enum { B = 1, HQ = 2, HKV = 1, L = 5, S = 70, E = 3 }; /* S > one key block; GQA 2:1 */
+
+static tn_tensor view4(float *d, int64_t b, int64_t h, int64_t l, int64_t e) {
+    tn_tensor t = {.data = d, .dtype = TN_DTYPE_F32, .ndim = 4, .sizes = {b, h, l, e},
+                   .strides = {h * l * e, l * e, e, 1}};
+    return t;
+}
+
+/* out[h][i] = sum_j softmax_j(scale q.k_j + bias) v_j, causal j <= i; returns sum(out * w). */
+static double reference(const float *q, const float *k, const float *v, const float *bias, double scale,
+                        const float *w, float *out) {
+    double total = 0;
+    for (int h = 0; h < HQ; h++)
+        for (int i = 0; i < L; i++) {
+            double s[S], m = -INFINITY, l = 0;
+            for (int j = 0; j <= i && j < S; j++) {
+                double d = 0;
+                for (int e = 0; e < E; e++) d += (double)q[(h * L + i) * E + e] * k[j * E + e];
+                s[j] = d * scale + bias[i * S + j];
+                if (s[j] > m) m = s[j];
+            }
+            for (int j = 0; j <= i; j++) l += exp(s[j] - m);
+            for (int e = 0; e < E; e++) {
+                double o = 0;
+                for (int j = 0; j <= i; j++) o += exp(s[j] - m) / l * v[j * E + e];
+                if (out) out[(h * L + i) * E + e] = (float)o;
+                total += o * w[(h * L + i) * E + e];
+            }
+        }
+    return total;
+}
+
+void test_attention_kernel(void) {
+    static float q[HQ * L * E], k[S * E], v[S * E], bias[L * S], out[HQ * L * E], want[HQ * L * E], w[HQ * L * E];
+    float lse[HQ * L];
+    srand(7);
+    for (int i = 0; i < HQ * L * E; i++) q[i] = (float)rand() / RAND_MAX - 0.5f, w[i] = (float)rand() / RAND_MAX;
+    for (int i = 0; i < S * E; i++) k[i] = (float)rand() / RAND_MAX - 0.5f, v[i] = (float)rand() / RAND_MAX;
+    for (int i = 0; i < L * S; i++) bias[i] = (float)rand() / RAND_MAX;
+    double scale = 0.7;
+    tn_attention a = {0};
+    a.q = view4(q, B, HQ, L, E);
+    a.k = view4(k, B, HKV, S, E);
+    a.v = view4(v, B, HKV, S, E);
+    a.out = view4(out, B, HQ, L, E);
+    a.lse = (tn_tensor){.data = lse, .dtype = TN_DTYPE_F32, .ndim = 3, .sizes = {B, HQ, L}, .strides = {HQ * L, L, 1}};
+    a.bias = (tn_tensor){.data = bias, .dtype = TN_DTYPE_F32, .ndim = 4, .sizes = {B, HQ, L, S},
+                         .strides = {0, 0, S, 1}}; /* broadcast over heads */
+    a.has_bias = 1;
+    a.causal = 1;
+    a.scale = scale;
+    float *scratch = malloc(sizeof(float) * (size_t)tn_attention_scratch_floats(&a));
+    for (int t = 0; t < 3; t++) tn_kernel_attention_forward(&a, scratch, t, 3);
+    reference(q, k, v, bias, scale, w, want);
+    for (int i = 0; i < HQ * L * E; i++) CHECK(fabsf(out[i] - want[i]) < 1e-5f);
+    /* backward with grad_out = w: compare with central differences of sum(out * w) */
+    static float dq[HQ * L * E], dk[S * E], dv[S * E];
+    a.grad_out = view4(w, B, HQ, L, E);
+    a.dq = dq;
+    a.dk = dk;
+    a.dv = dv;
+    tn_kernel_attention_backward(&a, scratch, 0, 1);
+    float *params[3] = {q, k, v}, *grads[3] = {dq, dk, dv};
+    int counts[3] = {HQ * L * E, S * E, S * E};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < counts[p]; i += 7) {
+            float keep = params[p][i];
+            params[p][i] = keep + 1e-3f;
+            double up = reference(q, k, v, bias, scale, w, NULL);
+            params[p][i] = keep - 1e-3f;
+            double down = reference(q, k, v, bias, scale, w, NULL);
+            params[p][i] = keep;
+            CHECK(fabs((up - down) / 2e-3 - grads[p][i]) < 2e-3);
+        }
+    free(scratch);
+}
