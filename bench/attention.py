@@ -1,0 +1,38 @@
+"""Fused attention: neuron's C kernel vs PyTorch's CPU scaled_dot_product_attention, one run.
+
+    python bench/attention.py [--repeat 5]
+
+Language-model shapes (batch 1, 8 heads of 64): a causal prefill of L tokens and a decode
+step (one query against S cached keys), forward only, float32 and bfloat16; ms per call and
+the ratio. neuron is timed as a device: launch, then synchronize.
+"""
+import argparse
+import os
+
+import torch
+
+from common import best
+
+F = torch.nn.functional
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"{'case':>22} {'dtype':>9}  {'neuron ms':>9} {'cpu ms':>8}  {'cpu/neuron':>10}")
+    for dtype in (torch.float32, torch.bfloat16):
+        for name, l, s, causal in (("prefill L=512", 512, 512, True), ("prefill L=128", 128, 128, True),
+                                   ("decode S=512", 1, 512, False), ("decode S=2048", 1, 2048, False)):
+            q = torch.randn(1, 8, l, 64).to(dtype)
+            k, v = torch.randn(1, 8, s, 64).to(dtype), torch.randn(1, 8, s, 64).to(dtype)
+            qd, kd, vd = q.to("neuron"), k.to("neuron"), v.to("neuron")
+            t_dev = best(lambda: (F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal),
+                                  torch.neuron.synchronize()), args.repeat)
+            t_cpu = best(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeat)
+            print(f"{name:>22} {str(dtype)[6:]:>9}  {t_dev * 1e3:>9.2f} {t_cpu * 1e3:>8.2f}  {t_cpu / t_dev:>9.2f}x")
+
+
+if __name__ == "__main__":
+    main()
