@@ -8,7 +8,8 @@
  * (grouped-query attention: q head h reads kv head h / (Hq / Hkv)). bias: an additive float
  * view of (B, Hq, L, S), stride 0 where broadcast. causal: key j is visible to query i when
  * j <= i (top-left aligned, PyTorch's is_causal). lse: float32 (B, Hq, L), log-sum-exp of
- * each row's scaled scores. All math in float32. */
+ * each row's scaled scores. A query row that sees no key (every score -inf) gives zeros, as
+ * PyTorch's math path does. All math in float32. */
 #ifndef TN_ATTENTION_H
 #define TN_ATTENTION_H
 #include <stdint.h>

@@ -132,9 +132,9 @@ void tn_kernel_attention_forward(const tn_attention *a, float *scratch, int32_t 
             }
             m = m_new;
         }
-        /* a row whose visible scores are all -inf gives NaN, as softmax does; no keys at all
-         * gives zeros, as the empty matrix product does */
-        float inv = l > 0 ? 1.0f / l : (keys == 0 ? 0.0f : NAN);
+        /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
+         * math path does with its safe softmax */
+        float inv = l > 0 ? 1.0f / l : 0.0f;
         int64_t o = row_off(&a->out, b, h, i);
         for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[e] * inv);
         ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + i * a->lse.strides[2]] =

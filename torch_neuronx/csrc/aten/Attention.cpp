@@ -2,6 +2,7 @@
 // "overrideable" backend, whose forward and backward ops land here. Cases the kernel does not
 // take (dropout, a bias that needs its own gradient, other dtypes or ranks) choose the math
 // path, which runs natively as matmul + softmax + matmul.
+#include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
@@ -31,7 +32,8 @@ bool kernel_dtype(c10::ScalarType t) {
 
 int64_t fused_sdp_choice(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
                          double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  bool ok = q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && kernel_dtype(q.scalar_type()) &&
+  // torch.nn.attention.sdpa_kernel(...) switches the fused ("overrideable") backend off
+  bool ok = at::globalContext().userEnabledOverrideableSDP() && q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && kernel_dtype(q.scalar_type()) &&
             k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type() && dropout_p == 0.0 &&
             q.size(0) == k.size(0) && k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(2) == v.size(2) &&
             q.size(3) == k.size(3) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
