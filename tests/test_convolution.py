@@ -1,0 +1,63 @@
+"""conv1d / conv2d on neuron against the CPU, forward and backward, with no fallback: the
+shapes language models (depthwise causal conv1d of state-space and short-convolution layers)
+and vision/diffusion models use."""
+import pytest
+import torch
+import torch_neuronx
+
+F = torch.nn.functional
+
+CASES = {
+    "conv1d": (F.conv1d, (2, 4, 11), (6, 4, 3), dict()),
+    "conv1d_depthwise_causal": (F.conv1d, (2, 8, 10), (8, 1, 4), dict(groups=8, padding=3)),
+    "conv1d_strided_dilated": (F.conv1d, (1, 4, 20), (4, 2, 3), dict(groups=2, stride=2, dilation=3, padding=2)),
+    "conv1d_unbatched": (F.conv1d, (3, 9), (5, 3, 2), dict()),
+    "conv2d": (F.conv2d, (2, 3, 9, 8), (5, 3, 3, 3), dict(padding=1)),
+    "conv2d_strided_grouped": (F.conv2d, (1, 4, 10, 9), (6, 2, 3, 2), dict(stride=(2, 1), groups=2, dilation=(1, 2))),
+    "conv2d_1x1": (F.conv2d, (2, 8, 5, 5), (4, 8, 1, 1), dict()),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_convolution_matches_cpu(name, with_bias):
+    fn, xs, ws, kw = CASES[name]
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(xs, generator=g, requires_grad=True)
+    w = torch.randn(ws, generator=g, requires_grad=True)
+    b = torch.randn(ws[0], generator=g, requires_grad=True) if with_bias else None
+    dx, dw = x.detach().to("neuron").requires_grad_(), w.detach().to("neuron").requires_grad_()
+    db = b.detach().to("neuron").requires_grad_() if with_bias else None
+    ref = fn(x, w, b, **kw)
+    torch_neuronx.clear_op_tracking()
+    out = fn(dx, dw, db, **kw)
+    grad = torch.randn(ref.shape, generator=g)
+    ref.backward(grad)
+    out.backward(grad.to("neuron"))
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    torch.testing.assert_close(out.detach().cpu(), ref.detach(), rtol=1e-4, atol=1e-4)
+    for d, c in ((dx, x), (dw, w)) + (((db, b),) if with_bias else ()):
+        torch.testing.assert_close(d.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_bfloat16_and_errors():
+    x, w = torch.randn(1, 4, 12), torch.randn(4, 1, 3)
+    got = F.conv1d(x.bfloat16().to("neuron"), w.bfloat16().to("neuron"), groups=4, padding=2)
+    torch.testing.assert_close(got.float().cpu(), F.conv1d(x.bfloat16(), w.bfloat16(), groups=4, padding=2).float(),
+                               rtol=2e-2, atol=2e-2)
+    for fn in (lambda d: F.conv1d(torch.ones(1, 3, 5, device=d), torch.ones(2, 2, 3, device=d)),   # channels
+               lambda d: F.conv1d(torch.ones(1, 2, 2, device=d), torch.ones(2, 2, 3, device=d))):  # too short
+        with pytest.raises(Exception) as cpu_error:
+            fn("cpu")
+        with pytest.raises(cpu_error.type):
+            fn("neuron")
+    with pytest.raises(NotImplementedError, match="transposed"):
+        F.conv_transpose1d(torch.ones(1, 2, 5, device="neuron"), torch.ones(2, 2, 3, device="neuron"))
+
+
+def test_inference_mode():
+    x, w = torch.randn(2, 4, 9), torch.randn(4, 1, 3)
+    with torch.inference_mode():
+        got = F.conv1d(x.to("neuron"), w.to("neuron"), groups=4, padding=1)
+    torch.testing.assert_close(got.cpu(), F.conv1d(x, w, groups=4, padding=1), rtol=1e-5, atol=1e-5)
