@@ -26,6 +26,8 @@
 #include <ATen/ops/ne.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/nll_loss2d_backward.h>
+#include <ATen/ops/nll_loss2d_forward.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
@@ -204,6 +206,11 @@ Tensor sample_weights(const Tensor& self, const Tensor& target, const std::optio
 std::tuple<Tensor&, Tensor&> nll_loss_forward_out(const Tensor& self, const Tensor& target,
                                                   const std::optional<Tensor>& weight, int64_t reduction,
                                                   int64_t ignore_index, Tensor& output, Tensor& total_weight) {
+  if (self.dim() == 1 && target.dim() == 0 && floating({self.scalar_type()})) {  // one sample, no batch
+    nll_loss_forward_out(self.unsqueeze(0), target.unsqueeze(0), weight, reduction, ignore_index, output, total_weight);
+    if (reduction == at::Reduction::None) output.squeeze_(0);
+    return {output, total_weight};
+  }
   if (self.dim() != 2 || !floating({self.scalar_type()}))
     return via_fallback<at::_ops::nll_loss_forward_output>(self, target, weight, reduction, ignore_index, output,
                                                            total_weight);
@@ -233,6 +240,13 @@ std::tuple<Tensor&, Tensor&> nll_loss_forward_out(const Tensor& self, const Tens
 Tensor& nll_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target,
                               const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                               const Tensor& total_weight, Tensor& grad_input) {
+  if (self.dim() == 1 && target.dim() == 0 && floating({self.scalar_type()})) {
+    Tensor g = reduction == at::Reduction::None ? grad.reshape({1}) : grad;
+    Tensor r = at::empty({0}, self.options());
+    nll_loss_backward_out(g, self.unsqueeze(0), target.unsqueeze(0), weight, reduction, ignore_index, total_weight, r);
+    at::native::resize_output(grad_input, self.sizes());
+    return grad_input.copy_(r.squeeze(0));
+  }
   if (self.dim() != 2 || !floating({self.scalar_type()}))
     return via_fallback<at::_ops::nll_loss_backward_grad_input>(grad, self, target, weight, reduction, ignore_index,
                                                                 total_weight, grad_input);
@@ -246,6 +260,48 @@ Tensor& nll_loss_backward_out(const Tensor& grad, const Tensor& self, const Tens
   Tensor one_hot = at::eq(at::arange(c, target.options()).unsqueeze(0), safe.unsqueeze(1));
   at::native::resize_output(grad_input, self.sizes());
   return at::mul_out(grad_input, one_hot, scale.unsqueeze(1));
+}
+
+// nll_loss2d: (N, C, H, W) scores as (N*H*W, C) rows.
+std::tuple<Tensor&, Tensor&> nll_loss2d_forward_out(const Tensor& self, const Tensor& target,
+                                                    const std::optional<Tensor>& weight, int64_t reduction,
+                                                    int64_t ignore_index, Tensor& output, Tensor& total_weight) {
+  TORCH_CHECK(self.dim() == 4 && target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got "
+              "targets of dimension: ", target.dim());
+  TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
+              "size mismatch (got input: ", self.sizes(), " , target: ", target.sizes());
+  track_native("aten::nll_loss2d_forward.output");
+  Tensor rows = self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)});
+  nll_loss_forward_out(rows, target.reshape({-1}), weight, reduction, ignore_index, output, total_weight);
+  if (reduction == at::Reduction::None) output.resize_(target.sizes());
+  return {output, total_weight};
+}
+
+Tensor& nll_loss2d_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                                const Tensor& total_weight, Tensor& grad_input) {
+  track_native("aten::nll_loss2d_backward.grad_input");
+  Tensor rows = self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)});
+  Tensor g = reduction == at::Reduction::None ? grad.reshape({-1}) : grad;
+  Tensor r = at::empty({0}, self.options());
+  nll_loss_backward_out(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight, r);
+  at::native::resize_output(grad_input, self.sizes());
+  return grad_input.copy_(r.reshape({self.size(0), self.size(2), self.size(3), self.size(1)}).permute({0, 3, 1, 2}));
+}
+
+std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& target,
+                                              const std::optional<Tensor>& weight, int64_t reduction,
+                                              int64_t ignore_index) {
+  Tensor output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
+  nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+Tensor nll_loss2d_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                           const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                           const Tensor& total_weight) {
+  Tensor grad_input = at::empty({0}, self.options());
+  return nll_loss2d_backward_out(grad, self, target, weight, reduction, ignore_index, total_weight, grad_input);
 }
 
 } // namespace
@@ -263,6 +319,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
+  m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
+  m.impl("nll_loss2d_backward.grad_input", nll_loss2d_backward_out);
+  m.impl("nll_loss2d_forward", nll_loss2d_forward);
+  m.impl("nll_loss2d_backward", nll_loss2d_backward);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
 }
 
