@@ -77,3 +77,15 @@ def test_errors_match_cpu():
             fn("cpu")
         with pytest.raises(cpu_error.type):
             fn("neuron")
+
+
+def test_complex_views_share_storage(quiet_fallback):
+    # complex rotary embeddings view pairs of floats as complex numbers; complex arithmetic
+    # itself runs on the counted CPU fallback for now
+    x = torch.randn(3, 4, 2, generator=G)
+    d = x.to("neuron")
+    c = torch.view_as_complex(d)
+    assert c.dtype == torch.complex64 and c.data_ptr() == d.data_ptr()
+    assert torch.view_as_real(c).data_ptr() == d.data_ptr()
+    got = torch.view_as_real(c * c)
+    torch.testing.assert_close(got.cpu(), torch.view_as_real(torch.view_as_complex(x) ** 2))

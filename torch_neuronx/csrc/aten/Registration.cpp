@@ -1,5 +1,7 @@
 // The table of aten ops neuron runs natively, and the CPU fallback for all others.
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
 #include "aten/Ops.h"
@@ -10,7 +12,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", as_strided);
-  m.impl("unfold", at::native::unfold);  // a view: sizes and strides only
+  m.impl("unfold", at::native::unfold);  // views: sizes, strides and dtype only
+  m.impl("view_as_complex", at::native::view_as_complex);
+  m.impl("view_as_real", at::native::view_as_real);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
   m.impl("resize_", resize_);
