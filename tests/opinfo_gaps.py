@@ -67,18 +67,6 @@ GAPS = {
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: bf16[5, 5], i64[2, 2], max_norm=1)',
     ('native', 'nn.functional.embedding', 'float16'):
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f16[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'nn.functional.nll_loss', 'float32'):
-        "falls back: aten::nll_loss2d_forward (20/61 samples, e.g. 14: f32[2, 3, 2, 2], i64[2, 2, 2], reduction='none'); aten::nll_loss_forward.output (20/61 samples, e.g. 7: f32[3], i64[], reduction='none')",
-    ('native', 'nn.functional.nll_loss', 'bfloat16'):
-        "falls back: aten::nll_loss2d_forward (20/61 samples, e.g. 14: bf16[2, 3, 2, 2], i64[2, 2, 2], reduction='none'); aten::nll_loss_forward.output (20/61 samples, e.g. 7: bf16[3], i64[], reduction='none')",
-    ('native', 'nn.functional.nll_loss', 'float16'):
-        "falls back: aten::nll_loss2d_forward (20/61 samples, e.g. 14: f16[2, 3, 2, 2], i64[2, 2, 2], reduction='none'); aten::nll_loss_forward.output (20/61 samples, e.g. 7: f16[3], i64[], reduction='none')",
-    ('native', 'nn.functional.cross_entropy', 'float32'):
-        'falls back: aten::nll_loss2d_forward (3/21 samples, e.g. 2: f32[2, 3, 1], i64[2, 1])',
-    ('native', 'nn.functional.cross_entropy', 'bfloat16'):
-        'falls back: aten::nll_loss2d_forward (3/21 samples, e.g. 2: bf16[2, 3, 1], i64[2, 1])',
-    ('native', 'nn.functional.cross_entropy', 'float16'):
-        'falls back: aten::nll_loss2d_forward (3/21 samples, e.g. 2: f16[2, 3, 1], i64[2, 1])',
     ('native', 'index_select', 'float32'):
         'falls back: aten::index_select.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
     ('native', 'index_select', 'bfloat16'):
@@ -110,8 +98,6 @@ GAPS = {
     ('native', '_foreach_maximum[long]', 'bool'):
         'falls back: aten::clamp.Tensor_out (2/6 samples, e.g. 0: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], [b8[20, 20],b8[19, 19],b8[18, 18],b8...); aten::clamp.out (4/6 samples, e.g. 1: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], 8)',
     # --- native_backward
-    ('native_backward', 'nn.functional.cross_entropy', 'float32'):
-        'falls back: aten::nll_loss2d_backward (1/4 samples, e.g. 2: f32[2, 3, 1], i64[2, 1])',
     ('native_backward', 'index_select', 'float32'):
         'falls back: aten::index_add.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
     ('native_backward', 'masked_select', 'float32'):
