@@ -89,3 +89,27 @@ def test_complex_views_share_storage(quiet_fallback):
     assert torch.view_as_real(c).data_ptr() == d.data_ptr()
     got = torch.view_as_real(c * c)
     torch.testing.assert_close(got.cpu(), torch.view_as_real(torch.view_as_complex(x) ** 2))
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular(upper, left, unit):
+    # batched and broadcast, as the chunked linear-attention layers call it
+    a = torch.randn(2, 1, 5, 5, generator=G) + 4 * torch.eye(5)
+    b = torch.randn(3, 5, 4, generator=G) if left else torch.randn(3, 4, 5, generator=G)
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit), a, b, tol=1e-4)
+
+
+def test_solve_triangular_gradient_and_log_sigmoid():
+    a = (torch.randn(4, 4, generator=G) + 4 * torch.eye(4)).requires_grad_()
+    b = torch.randn(4, 3, generator=G).requires_grad_()
+    x = torch.randn(6, generator=G).requires_grad_()
+    da, db, dx = [t.detach().to("neuron").requires_grad_() for t in (a, b, x)]
+    torch_neuronx.clear_op_tracking()
+    for ta, tb, tx in ((a, b, x), (da, db, dx)):
+        (torch.linalg.solve_triangular(ta, tb, upper=False).sum() + torch.nn.functional.logsigmoid(tx * 30).sum()).backward()
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    for d, c in ((da, a), (db, b), (dx, x)):
+        torch.testing.assert_close(d.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)

@@ -24,5 +24,6 @@
 #include "tn/sort.h"
 #include "tn/optim.h"
 #include "tn/attention.h"
+#include "tn/linalg.h"
 
 #endif

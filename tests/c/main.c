@@ -39,6 +39,7 @@ int tn_test_failures;
     X(test_reductions)           \
     X(test_var_kernel)           \
     X(test_histc_kernel)         \
+    X(test_solve_triangular_kernel) \
     X(test_ternary_kernel)       \
     X(test_attention_kernel)     \
     X(test_softmax_kernels)      \

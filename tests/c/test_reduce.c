@@ -107,3 +107,20 @@ void test_histc_kernel(void) {
     tn_kernel_histc(&out, &in, 0.0, 7.0); /* bins of width 1.75; 8 and -1 are outside, 7 is the top edge */
     CHECK(counts[0] == 1 && counts[1] == 2 && counts[2] == 1 && counts[3] == 1);
 }
+
+/* Lower and upper substitution, in place on the right-hand side. */
+void test_solve_triangular_kernel(void) {
+    double a[3][3] = {{2, 0, 0}, {1, 4, 0}, {3, 5, 8}}; /* lower; its transpose read as upper */
+    double x[3][1] = {{1}, {2}, {3}}, b[3][1];
+    for (int i = 0; i < 3; i++) b[i][0] = a[i][0] * x[0][0] + a[i][1] * x[1][0] + a[i][2] * x[2][0];
+    tn_tensor ta = {.data = a, .dtype = TN_DTYPE_F64, .ndim = 3, .sizes = {1, 3, 3}, .strides = {0, 3, 1}};
+    tn_tensor tb = {.data = b, .dtype = TN_DTYPE_F64, .ndim = 3, .sizes = {1, 3, 1}, .strides = {0, 1, 1}};
+    tn_kernel_solve_triangular(&tb, &ta, &tb, 0, 0, 0, 1);
+    CHECK(fabs(b[0][0] - 1) < 1e-12 && fabs(b[1][0] - 2) < 1e-12 && fabs(b[2][0] - 3) < 1e-12);
+    tn_tensor at = ta; /* a^T: upper triangular */
+    at.strides[1] = 1;
+    at.strides[2] = 3;
+    for (int i = 0; i < 3; i++) b[i][0] = a[0][i] * x[0][0] + a[1][i] * x[1][0] + a[2][i] * x[2][0];
+    tn_kernel_solve_triangular(&tb, &at, &tb, 1, 0, 0, 1);
+    CHECK(fabs(b[0][0] - 1) < 1e-12 && fabs(b[1][0] - 2) < 1e-12 && fabs(b[2][0] - 3) < 1e-12);
+}

@@ -36,6 +36,12 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
 #include <ATen/ops/isnan.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/log_sigmoid_forward.h>
+#include <ATen/ops/log_sigmoid_backward.h>
+#include <ATen/native/Resize.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 
@@ -155,6 +161,40 @@ Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10:
   return at::where_out(grad_input, at::gt(scaled, threshold), grad, at::mul(grad, at::sigmoid(scaled)));
 }
 
+// log_sigmoid(x) = -softplus(-x), computed stably as min(x, 0) - log1p(exp(-|x|)); the buffer
+// output is unused by this backward.
+std::tuple<Tensor&, Tensor&> log_sigmoid_forward_out(const Tensor& self, Tensor& output, Tensor& buffer) {
+  if (!at::isFloatingType(self.scalar_type()))
+    return via_fallback<at::_ops::log_sigmoid_forward_output>(self, output, buffer);
+  track_native("aten::log_sigmoid_forward.output");
+  Tensor r = at::sub(at::clamp_max(self, 0), at::log1p(at::exp(at::neg(at::abs(self)))));
+  at::native::resize_output(output, self.sizes());
+  output.copy_(r);
+  at::native::resize_output(buffer, {0});
+  return {output, buffer};
+}
+
+std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& self) {
+  Tensor output = at::empty({0}, self.options()), buffer = at::empty({0}, self.options());
+  log_sigmoid_forward_out(self, output, buffer);
+  return {output, buffer};
+}
+
+// d/dx log_sigmoid(x) = sigmoid(-x)
+Tensor& log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, const Tensor& buffer, Tensor& grad_input) {
+  if (!at::isFloatingType(self.scalar_type()))
+    return via_fallback<at::_ops::log_sigmoid_backward_grad_input>(grad, self, buffer, grad_input);
+  track_native("aten::log_sigmoid_backward.grad_input");
+  Tensor r = at::mul(grad, at::sigmoid(at::neg(self)));
+  at::native::resize_output(grad_input, self.sizes());
+  return grad_input.copy_(r);
+}
+
+Tensor log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Tensor& buffer) {
+  Tensor grad_input = at::empty({0}, self.options());
+  return log_sigmoid_backward_out(grad, self, buffer, grad_input);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -184,6 +224,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu", relu);
   m.impl("sgn.out", sgn_out);
   m.impl("isnan", isnan);
+  m.impl("log_sigmoid_forward.output", log_sigmoid_forward_out);
+  m.impl("log_sigmoid_forward", log_sigmoid_forward);
+  m.impl("log_sigmoid_backward.grad_input", log_sigmoid_backward_out);
+  m.impl("log_sigmoid_backward", log_sigmoid_backward);
   m.impl("softplus.out", softplus_out);
   m.impl("softplus_backward.grad_input", softplus_backward_out);
   m.impl("relu_", relu_);
