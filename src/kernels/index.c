@@ -64,20 +64,28 @@ tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
     return st;
 }
 
+/* Offsets of index position p (row-major over index's sizes) in index, in `same` (laid out
+ * like index) and in `other` without dimension `dim`, the one the index values select. */
+static void along_index(const tn_tensor *index, const tn_tensor *same, const tn_tensor *other, int32_t dim,
+                        int64_t p, int64_t *io, int64_t *so, int64_t *oo) {
+    *io = *so = *oo = 0;
+    for (int32_t d = index->ndim - 1; d >= 0; d--) {
+        int64_t c = p % index->sizes[d];
+        p /= index->sizes[d];
+        *io += c * index->strides[d];
+        *so += c * same->strides[d];
+        if (d != dim) *oo += c * other->strides[d];
+    }
+}
+
 tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *index,
                             const tn_tensor *src, tn_scatter_reduce reduce) {
     int64_t total = tn_tensor_numel(index);
     int32_t es = tn_dtype_size(out->dtype), ses = tn_dtype_size(src->dtype);
     tn_status st = TN_STATUS_OK;
     for (int64_t p = 0; p < total; p++) {
-        int64_t rem = p, io = 0, so = 0, oo = 0;
-        for (int32_t d = index->ndim - 1; d >= 0; d--) {
-            int64_t c = rem % index->sizes[d];
-            rem /= index->sizes[d];
-            io += c * index->strides[d];
-            so += c * src->strides[d];
-            if (d != dim) oo += c * out->strides[d];
-        }
+        int64_t io, so, oo;
+        along_index(index, src, out, dim, p, &io, &so, &oo);
         int64_t k = ((const int64_t *)index->data)[io];
         if (k < 0 || k >= out->sizes[dim]) {
             st = TN_STATUS_INVALID_ARGUMENT;
@@ -111,14 +119,8 @@ tn_status tn_kernel_gather(const tn_tensor *out, const tn_tensor *in, int32_t di
     tn_status st = TN_STATUS_OK;
     tn_slice(total, ith, nth, &first, &last);
     for (int64_t p = first; p < last; p++) {
-        int64_t rem = p, io = 0, oo = 0, so = 0;
-        for (int32_t d = index->ndim - 1; d >= 0; d--) {
-            int64_t c = rem % index->sizes[d];
-            rem /= index->sizes[d];
-            io += c * index->strides[d];
-            oo += c * out->strides[d];
-            if (d != dim) so += c * in->strides[d];
-        }
+        int64_t io, oo, so;
+        along_index(index, out, in, dim, p, &io, &oo, &so);
         int64_t k = ((const int64_t *)index->data)[io];
         if (k < 0 || k >= in->sizes[dim]) {
             st = TN_STATUS_INVALID_ARGUMENT;

@@ -55,11 +55,7 @@ static void fill_random(const tn_tensor *dst, uint64_t seed, uint64_t offset, in
     int32_t es = tn_dtype_size(dst->dtype);
     tn_slice(numel, ith, nth, &first, &last);
     for (int64_t i = first; i < last; i++) {
-        int64_t off = 0, rem = i;
-        for (int32_t d = dst->ndim - 1; d >= 0; d--) {
-            off += (rem % dst->sizes[d]) * dst->strides[d];
-            rem /= dst->sizes[d];
-        }
+        int64_t off = tn_row_offset(dst, i, 0);
         tn_value v = {draw(seed, offset, i, normal, a, b), 0, 0, 0};
         tn_store((char *)dst->data + off * es, dst->dtype, v);
     }
@@ -131,25 +127,11 @@ void tn_kernel_random_int(const tn_tensor *dst, uint64_t seed, uint64_t offset, 
         uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, r[4];
         tn_philox4x32_10(ctr, key, r);
         uint64_t bits = ((uint64_t)r[0] << 32) | r[1];
-        int64_t off = 0, rem = i;
-        for (int32_t d = dst->ndim - 1; d >= 0; d--) {
-            off += (rem % dst->sizes[d]) * dst->strides[d];
-            rem /= dst->sizes[d];
-        }
+        int64_t off = tn_row_offset(dst, i, 0);
         tn_value v = {0, 0, (int64_t)((uint64_t)from + bits % range), 1};
         v.re = (double)v.i;
         tn_store((char *)dst->data + off * es, dst->dtype, v);
     }
-}
-
-/* Element offset of logical (row-major) position i in t. */
-static int64_t logical_offset(const tn_tensor *t, int64_t i) {
-    int64_t off = 0;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-        off += (i % t->sizes[d]) * t->strides[d];
-        i /= t->sizes[d];
-    }
-    return off;
 }
 
 /* Uniform in [0, 1) for element i, reusing the block of four draws across calls. */
@@ -169,11 +151,11 @@ int tn_kernel_bernoulli(const tn_tensor *dst, const tn_tensor *probs, double p, 
     int bad = 0;
     tn_slice(numel, ith, nth, &first, &last);
     for (int64_t i = first; i < last; i++) {
-        double q = probs ? tn_load((const char *)probs->data + logical_offset(probs, i) * pes, probs->dtype).re : p;
+        double q = probs ? tn_load((const char *)probs->data + tn_row_offset(probs, i, 0) * pes, probs->dtype).re : p;
         if (!(q >= 0 && q <= 1)) bad = 1;
         tn_value v = {0, 0, uniform01(seed, offset, i, &blk, u) < q, 1};
         v.re = (double)v.i;
-        tn_store((char *)dst->data + logical_offset(dst, i) * es, dst->dtype, v);
+        tn_store((char *)dst->data + tn_row_offset(dst, i, 0) * es, dst->dtype, v);
     }
     return bad;
 }
@@ -187,9 +169,9 @@ void tn_kernel_dropout(const tn_tensor *out, const tn_tensor *mask, const tn_ten
     tn_slice(numel, ith, nth, &first, &last);
     for (int64_t i = first; i < last; i++) {
         int keep = uniform01(seed, offset, i, &blk, u) < 1.0 - p;
-        double x = tn_load((const char *)in->data + logical_offset(in, i) * es, in->dtype).re;
+        double x = tn_load((const char *)in->data + tn_row_offset(in, i, 0) * es, in->dtype).re;
         tn_value v = {keep ? (in_float ? (double)((float)x * (float)scale) : x * scale) : 0.0, 0, 0, 0};
-        tn_store((char *)out->data + logical_offset(out, i) * es, out->dtype, v);
-        ((uint8_t *)mask->data)[logical_offset(mask, i)] = (uint8_t)keep;
+        tn_store((char *)out->data + tn_row_offset(out, i, 0) * es, out->dtype, v);
+        ((uint8_t *)mask->data)[tn_row_offset(mask, i, 0)] = (uint8_t)keep;
     }
 }

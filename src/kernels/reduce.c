@@ -207,12 +207,7 @@ void tn_kernel_histc(const tn_tensor *out, const tn_tensor *in, double lo, doubl
         tn_store((char *)out->data + b * out->strides[0] * oes, out->dtype, zero);
     }
     for (int64_t i = 0; i < numel; i++) {
-        int64_t off = 0, rem = i;
-        for (int32_t d = in->ndim - 1; d >= 0; d--) {
-            off += (rem % in->sizes[d]) * in->strides[d];
-            rem /= in->sizes[d];
-        }
-        double x = tn_load((const char *)in->data + off * ies, in->dtype).re;
+        double x = tn_load((const char *)in->data + tn_row_offset(in, i, 0) * ies, in->dtype).re;
         if (!(x >= lo && x <= hi)) continue; /* outside the range, or NaN */
         int64_t b = (int64_t)((x - lo) * (double)bins / (hi - lo));
         if (b >= bins) b = bins - 1; /* the upper edge belongs to the last bin */
