@@ -26,12 +26,17 @@ ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf1
 ISAS := ref avx2 avx512
 
 PER_ISA := rows gemm_ukernel
+# Built once, for CPUs with AVX512-BF16 (installed only when CPUID reports it).
+ISA_FLAGS_avx512bf16 := $(ISA_FLAGS_avx512) -mavx512bf16
+BF16_ONLY := gemm_bf16
 # The row kernels' math is written as selects; these let the compiler if-convert and inline
 # it (x86 floating point does not trap; errno is never read). Not -ffast-math: results keep
 # IEEE semantics, NaN and infinities included.
 ROW_FLAGS := -fno-trapping-math -fno-math-errno
-SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c),$(wildcard src/runtime/*.c src/kernels/*.c))
-ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o))
+SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c),\
+          $(wildcard src/runtime/*.c src/kernels/*.c))
+ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \
+           $(BF16_ONLY:%=$(1)/src/kernels/%_avx512bf16.o)
 TEST_SRCS := $(wildcard tests/c/*.c)
 HEADERS := $(wildcard include/tn/*.h)
 
@@ -62,6 +67,7 @@ build/san/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
 	$$(CC) $$(CFLAGS_SAN) $$(ROW_FLAGS) $$(ISA_FLAGS_$(2)) -DTN_ROWS_ISA=$(2) -MMD -MP -c $$< -o $$@
 endef
 $(foreach f,$(PER_ISA),$(foreach i,$(ISAS),$(eval $(call per_isa_rule,$(f),$(i)))))
+$(foreach f,$(BF16_ONLY),$(eval $(call per_isa_rule,$(f),avx512bf16)))
 
 build/san/%.o: %.c
 	@mkdir -p $(dir $@)

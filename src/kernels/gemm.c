@@ -5,7 +5,11 @@
  * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel. Edge tiles go through a
  * small buffer. Threads split the batch when it is large enough, else the larger of m and n.
  * Small m uses no packing (it would cost more than it saves): dot products when B's columns
- * are contiguous (x @ W.T with W row-major, nn.Linear), scaled row sums when B's rows are. */
+ * are contiguous (x @ W.T with W row-major, nn.Linear), scaled row sums when B's rows are.
+ *
+ * bfloat16 x bfloat16 on a CPU with AVX512-BF16 packs the operands as bfloat16 pairs along k
+ * (no conversion) and runs the bf16 micro-kernel, which does twice the work per instruction;
+ * elsewhere bf16 is widened to float32 while packing. */
 #include <string.h>
 
 #include "elem.h"
@@ -149,6 +153,111 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     }
 }
 
+/* bfloat16 operands on the bf16 micro-kernel (see gemm_bf16.c). B is packed as pairs along k;
+ * A's rows are read in place when they are contiguous along k, else copied.
+ *
+ * A copy of rows i0 .. i0+mc of A, columns p0 .. p0+kc, into mr-row panels of 2*kp columns
+ * (row-major, zero past the edges): panel r, row i at ap + (r*mr + i) * 2*kp. */
+static void pack_a_rows(uint16_t *ap, const tn_matrix *a, const uint16_t *base, int64_t i0,
+                        int64_t mc, int64_t p0, int64_t kc, int32_t mr) {
+    int64_t width = 2 * ((kc + 1) / 2), rows = (mc + mr - 1) / mr * mr;
+    for (int64_t i = 0; i < rows; i++) {
+        uint16_t *dst = ap + i * width;
+        if (i >= mc) {
+            memset(dst, 0, sizeof(uint16_t) * (size_t)width);
+            continue;
+        }
+        const uint16_t *src = base + (i0 + i) * a->row_stride + p0 * a->col_stride;
+        for (int64_t p = 0; p < kc; p++) dst[p] = src[p * a->col_stride];
+        if (kc < width) dst[kc] = 0;
+    }
+}
+
+/* bp[((panel * kp + q) * nr + c) * 2 + t] = B[p0 + 2q + t, j0 + panel*nr + c], zero past the
+ * edges. */
+static void pack_b_pairs(const tn_kernel_table *k, uint16_t *bp, const tn_matrix *b,
+                         const uint16_t *base, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                         int32_t nr) {
+    int64_t kp = (kc + 1) / 2, rs = b->row_stride, cs = b->col_stride;
+    for (int64_t panel = 0; panel * nr < nc; panel++) {
+        uint16_t *dst = bp + panel * kp * nr * 2;
+        int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
+        const uint16_t *src = base + p0 * rs + (j0 + panel * nr) * cs;
+        if (width < nr || (kc & 1)) memset(dst, 0, sizeof(uint16_t) * (size_t)(kp * nr * 2));
+        if (cs == 1 && rs != 1) { /* rows contiguous: interleave them two at a time */
+            for (int64_t q = 0; q < kc / 2; q++)
+                k->gemm_bf16_pack_b_rows(width, src + 2 * q * rs, src + (2 * q + 1) * rs,
+                                         dst + q * nr * 2);
+            if (kc & 1) {
+                const uint16_t *last = src + (kc - 1) * rs;
+                for (int64_t c = 0; c < width; c++) dst[((kp - 1) * nr + c) * 2] = last[c];
+            }
+        } else if (rs == 1) { /* columns contiguous (W.T of a row-major weight) */
+            k->gemm_bf16_pack_b_cols(kc / 2, width, src, cs, dst, nr);
+            if (kc & 1)
+                for (int64_t c = 0; c < width; c++) dst[((kp - 1) * nr + c) * 2] = src[c * cs + kc - 1];
+        } else {
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t c = 0; c < width; c++)
+                    dst[((p >> 1) * nr + c) * 2 + (p & 1)] = src[p * rs + c * cs];
+        }
+    }
+}
+
+static int bf16_path(const tn_gemm *g, const tn_kernel_table *k) {
+    return k->gemm_bf16_ukernel && g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16;
+}
+
+/* block() for bfloat16 operands on the bf16 micro-kernel; alpha scales the result tile. */
+static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
+                       int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const uint16_t *abase = (const uint16_t *)g->a.data + batch * g->a.batch_stride;
+    const uint16_t *bbase = (const uint16_t *)g->b.data + batch * g->b.batch_stride;
+    float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
+    const int32_t mr = k->gemm_bf16_mr, nr = k->gemm_bf16_nr;
+    uint16_t *ap = (uint16_t *)scratch;
+    uint16_t *bp = (uint16_t *)(scratch + MC * KC);
+    float *tile = scratch + MC * KC + (int64_t)KC * NC;
+    scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
+    if (g->k == 0) return;
+    for (int64_t jc = j0; jc < j1; jc += NC) {
+        int64_t nc = j1 - jc < NC ? j1 - jc : NC;
+        for (int64_t pc = 0; pc < g->k; pc += KC) {
+            int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+            pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
+            for (int64_t ic = i0; ic < i1; ic += MC) {
+                int64_t mc = i1 - ic < MC ? i1 - ic : MC;
+                /* A in place: contiguous along k and whole pairs; only a ragged last panel is
+                 * copied (the micro-kernel always reads mr rows) */
+                int in_place = g->a.col_stride == 1 && kc % 2 == 0;
+                int64_t full = in_place ? mc / mr * mr : 0;
+                if (full < mc)
+                    pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
+                for (int64_t jr = 0; jr < nc; jr += nr)
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const uint16_t *a_panel =
+                            ir < full ? abase + (ic + ir) * g->a.row_stride + pc
+                                      : ap + (ir - full) * 2 * kp;
+                        int64_t lda = ir < full ? g->a.row_stride : 2 * kp;
+                        const uint16_t *b_panel = bp + (jr / nr) * kp * nr * 2;
+                        float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
+                        int64_t rows = mc - ir < mr ? mc - ir : mr;
+                        int64_t cols = nc - jr < nr ? nc - jr : nr;
+                        if (rows == mr && cols == nr && g->c.col_stride == 1 && g->alpha == 1.0f) {
+                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, g->c.row_stride);
+                            continue;
+                        }
+                        memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
+                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr);
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t q = 0; q < cols; q++)
+                                c[r * g->c.row_stride + q * g->c.col_stride] += g->alpha * tile[r * nr + q];
+                    }
+            }
+        }
+    }
+}
+
 /* Small m, contiguous rows of A and columns of B (both float32 or both bfloat16): one dot
  * product per output. */
 static int dot_path(const tn_gemm *g) {
@@ -160,20 +269,27 @@ static int dot_path(const tn_gemm *g) {
 
 /* Small m, contiguous rows of A and of B (float32): rows of C as sums of scaled rows of B. */
 static int axpy_path(const tn_gemm *g) {
-    return g->m <= 4 && g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32 &&
-           g->b.col_stride == 1 && g->c.col_stride == 1;
+    int types = (g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32) ||
+                (g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16);
+    return g->m <= 4 && types && g->b.col_stride == 1 && g->c.col_stride == 1;
 }
 
 static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
-    const float *a = (const float *)g->a.data + batch * g->a.batch_stride;
-    const float *b = (const float *)g->b.data + batch * g->b.batch_stride;
+    int32_t es = tn_dtype_size(g->a.dtype);
+    const char *a = (const char *)g->a.data + batch * g->a.batch_stride * es;
+    const char *b = (const char *)g->b.data + batch * g->b.batch_stride * es;
     float *c = (float *)g->c.data + batch * g->c.batch_stride;
     for (int64_t i = 0; i < g->m; i++) {
         float *row = c + i * g->c.row_stride;
         for (int64_t j = j0; j < j1; j++) row[j] = g->beta == 0.0f ? 0.0f : g->beta * row[j];
-        for (int64_t p = 0; p < g->k; p++)
-            k->axpy_f32(j1 - j0, g->alpha * a[i * g->a.row_stride + p * g->a.col_stride],
-                        b + p * g->b.row_stride + j0, row + j0);
+        for (int64_t p = 0; p < g->k; p++) {
+            float x = g->alpha * load_f32(a, i * g->a.row_stride + p * g->a.col_stride, g->a.dtype);
+            const char *brow = b + (p * g->b.row_stride + j0) * es;
+            if (g->a.dtype == TN_DTYPE_F32)
+                k->axpy_f32(j1 - j0, x, (const float *)brow, row + j0);
+            else
+                k->axpy_bf16(j1 - j0, x, (const uint16_t *)brow, row + j0);
+        }
     }
 }
 
@@ -208,6 +324,8 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g, float *scratch, in
                 dots(g, k, b, 0, g->n);
             else if (axpy_path(g))
                 axpys(g, k, b, 0, g->n);
+            else if (bf16_path(g, k))
+                block_bf16(g, k, scratch, b, 0, g->m, 0, g->n);
             else
                 block(g, k, scratch, b, 0, g->m, 0, g->n);
         }
@@ -221,16 +339,25 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g, float *scratch, in
             tn_slice((g->n + 15) / 16, ith, nth, &first, &last); /* whole cache lines each */
             int64_t j1 = last * 16 < g->n ? last * 16 : g->n;
             if (first * 16 < j1) axpys(g, k, b, first * 16, j1);
-        } else if (g->n >= g->m) { /* split columns, in whole micro-tiles */
-            int64_t tiles = (g->n + k->gemm_nr - 1) / k->gemm_nr;
-            tn_slice(tiles, ith, nth, &first, &last);
-            int64_t j1 = last * k->gemm_nr < g->n ? last * k->gemm_nr : g->n;
-            if (first * k->gemm_nr < j1) block(g, k, scratch, b, 0, g->m, first * k->gemm_nr, j1);
         } else {
-            int64_t tiles = (g->m + k->gemm_mr - 1) / k->gemm_mr;
-            tn_slice(tiles, ith, nth, &first, &last);
-            int64_t i1 = last * k->gemm_mr < g->m ? last * k->gemm_mr : g->m;
-            if (first * k->gemm_mr < i1) block(g, k, scratch, b, first * k->gemm_mr, i1, 0, g->n);
+            int bf16 = bf16_path(g, k);
+            int64_t mr = bf16 ? k->gemm_bf16_mr : k->gemm_mr, nr = bf16 ? k->gemm_bf16_nr : k->gemm_nr;
+            int64_t i0 = 0, i1 = g->m, j0 = 0, j1 = g->n;
+            if (g->n >= g->m) { /* split columns, in whole micro-tiles */
+                tn_slice((g->n + nr - 1) / nr, ith, nth, &first, &last);
+                j0 = first * nr;
+                j1 = last * nr < g->n ? last * nr : g->n;
+            } else {
+                tn_slice((g->m + mr - 1) / mr, ith, nth, &first, &last);
+                i0 = first * mr;
+                i1 = last * mr < g->m ? last * mr : g->m;
+            }
+            if (i0 < i1 && j0 < j1) {
+                if (bf16)
+                    block_bf16(g, k, scratch, b, i0, i1, j0, j1);
+                else
+                    block(g, k, scratch, b, i0, i1, j0, j1);
+            }
         }
     }
 }

@@ -13,6 +13,13 @@ static uint64_t xgetbv0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
+/* AVX512-BF16 (vdpbf16ps): CPUID leaf 7, sub-leaf 1, EAX bit 5. */
+static int detect_bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 5) & 1;
+}
+
 static tn_isa detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return TN_ISA_REF;
@@ -32,11 +39,13 @@ static struct {
     pthread_once_t once;
     tn_isa best;
     tn_isa active;
+    int bf16;
     tn_kernel_table tables[TN_ISA_COUNT_];
 } isa = {.once = PTHREAD_ONCE_INIT};
 
 static void init(void) {
     isa.best = detect();
+    isa.bf16 = isa.best == TN_ISA_AVX512 && detect_bf16();
     for (int i = 0; i <= (int)isa.best; i++) {
         tn_kernels_install_ref(&isa.tables[i]);
         tn_gemm_install_ref(&isa.tables[i]);
@@ -47,6 +56,7 @@ static void init(void) {
         if (i >= TN_ISA_AVX512) {
             tn_kernels_install_avx512(&isa.tables[i]);
             tn_gemm_install_avx512(&isa.tables[i]);
+            if (isa.bf16) tn_gemm_install_avx512bf16(&isa.tables[i]);
         }
     }
     isa.active = isa.best;
@@ -58,8 +68,9 @@ static void init(void) {
     }
     const char *debug = getenv("TN_ISA_DEBUG");
     if (debug && strcmp(debug, "1") == 0)
-        fprintf(stderr, "[torchneuron] kernels: %s (CPU supports up to %s%s%s)\n",
-                tn_isa_name(isa.active), tn_isa_name(isa.best), want ? ", TN_ISA=" : "",
+        fprintf(stderr, "[torchneuron] kernels: %s%s (CPU supports up to %s%s%s)\n",
+                tn_isa_name(isa.active), tn_isa_bf16() ? "+bf16" : "", tn_isa_name(isa.best),
+                want ? ", TN_ISA=" : "",
                 want ? want : "");
 }
 
@@ -71,6 +82,11 @@ tn_isa tn_isa_active(void) {
 int tn_isa_supported(tn_isa which) {
     pthread_once(&isa.once, init);
     return which >= 0 && which <= isa.best;
+}
+
+int tn_isa_bf16(void) {
+    pthread_once(&isa.once, init);
+    return isa.bf16 && isa.active == TN_ISA_AVX512;
 }
 
 const char *tn_isa_name(tn_isa which) {

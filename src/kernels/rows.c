@@ -25,6 +25,10 @@ static void axpy_f32(int64_t n, float a, const float *x, float *restrict y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+static void axpy_bf16(int64_t n, float a, const uint16_t *x, float *restrict y) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * tn_bf16_to_f32_inline(x[i]);
+}
+
 /* Sixteen independent partial sums: the compiler vectorizes them without reassociating. */
 static float dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
     float acc[16] = {0};
@@ -80,4 +84,5 @@ void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->binary_f32 = binary_f32;
     t->unary_f32 = unary_f32;
     t->axpy_f32 = axpy_f32;
+    t->axpy_bf16 = axpy_bf16;
 }

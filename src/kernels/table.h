@@ -24,6 +24,21 @@ typedef struct tn_kernel_table {
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     /* the same over bfloat16 inputs, accumulated in float32 */
     float (*dot_bf16)(int64_t n, const uint16_t *x, const uint16_t *y);
+    /* bfloat16 x bfloat16 micro-kernel over rows of A (in place or packed) and a panel of B
+     * packed as pairs along k, and its tile (see gemm_bf16.c); NULL where the CPU has no
+     * AVX512-BF16 (bf16 then goes through gemm_ukernel) */
+    int32_t gemm_bf16_mr;
+    int32_t gemm_bf16_nr;
+    void (*gemm_bf16_ukernel)(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *bp,
+                              float *c, int64_t ldc);
+    /* d[2c + t] = r_t[c] for c < n: two contiguous rows of B into one k pair of a panel */
+    void (*gemm_bf16_pack_b_rows)(int64_t n, const uint16_t *r0, const uint16_t *r1, uint16_t *d);
+    /* d[(q*nr + c)*2 + t] = col[c*cs + 2q + t] for c < n, q < kp: columns of B contiguous
+     * along k into a panel */
+    void (*gemm_bf16_pack_b_cols)(int64_t kp, int64_t n, const uint16_t *col, int64_t cs,
+                                  uint16_t *d, int32_t nr);
+    /* y[i] += a * x[i] for i < n, x bfloat16, y float32 */
+    void (*axpy_bf16)(int64_t n, float a, const uint16_t *x, float *y);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* y[i] += a * x[i] for i < n, contiguous float32 */
@@ -51,5 +66,6 @@ void tn_kernels_install_avx512(tn_kernel_table *t);
 void tn_gemm_install_ref(tn_kernel_table *t);
 void tn_gemm_install_avx2(tn_kernel_table *t);
 void tn_gemm_install_avx512(tn_kernel_table *t);
+void tn_gemm_install_avx512bf16(tn_kernel_table *t);
 
 #endif

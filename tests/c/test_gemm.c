@@ -95,6 +95,12 @@ void test_gemm_every_isa(void) {
         {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 inputs */
         {1, 2, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},    /* bf16 dot path */
         {1, 30, 45, 70, 1, 0, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16, A transposed */
+        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16},  /* bf16: odd k over two k blocks */
+        {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16},   /* bf16: W.T, alpha, beta, odd k */
+        {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16},  /* bf16: batch, n past a block */
+        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 row path: x @ B */
+        {1, 1, 100, 77, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 dot path, odd k tail */
+        {1, 21, 70, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},  /* bf16 W.T: transposed 16x16 packs */
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* k = 0: C = 0 */
     };

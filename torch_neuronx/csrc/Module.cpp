@@ -92,7 +92,7 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     check(tn_memory_empty_cache(d));
   });
-  m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())); });
+  m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : ""); });
   m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(default_generator_object(d));
