@@ -43,6 +43,8 @@ CASES = {
     "additive_mask": ((2, 2, 5, 16), (2, 2, 130, 16), dict(mask=torch.randn(2, 1, 5, 130))),
     "bool_mask": ((1, 2, 6, 8), (1, 2, 6, 8), dict(mask=torch.tensor([[1, 0, 1, 1, 0, 1]] * 6).bool())),
     "scale": ((1, 1, 4, 8), (1, 1, 4, 8), dict(scale=0.3)),
+    # language-model head size: several query tiles and key blocks on the GEMM micro-kernel
+    "llm_heads": ((1, 4, 100, 64), (1, 2, 150, 64), dict(is_causal=True, enable_gqa=True)),
     # a left-padded query row sees no key: zeros, as the math path's safe softmax gives
     "fully_masked_row": ((2, 2, 4, 8), (2, 2, 4, 8),
                          dict(mask=torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]).bool().view(2, 1, 1, 4)

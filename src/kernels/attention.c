@@ -1,13 +1,30 @@
-/* Fused scaled dot-product attention, forward and backward (see tn/attention.h). */
+/* Fused scaled dot-product attention, forward and backward (see tn/attention.h).
+ *
+ * Like rows.c, the Makefile builds this file once per ISA (TN_ROWS_ISA names the install
+ * function), so the loops below vectorize to that ISA's width with FMA.
+ *
+ * The forward takes a tile of QB query rows against blocks of KB keys, as two small GEMMs on
+ * the ISA's GEMM micro-kernel: scores S = (scale q) k^T, then O += P v, where P holds the
+ * probabilities relative to each row's running maximum (online softmax: the accumulator and
+ * normaliser are rescaled whenever the maximum grows). Q, K, P and V are packed into the
+ * micro-kernel's panels (converted to float32 on the way). */
 #include <math.h>
 #include <string.h>
 
 #include "elem.h"
 #include "half.h"
+#include "math_f32.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/attention.h"
 
-#define KEY_BLOCK 64
+#ifndef TN_ROWS_ISA
+#error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
+#endif
+#define TN_CONCAT_(a, b) a##b
+#define TN_CONCAT(a, b) TN_CONCAT_(a, b)
+
+enum { QB = 48, KB = 64 }; /* multiples of every ISA's micro-tile (MR <= 8, NR <= 32) */
 
 static inline float load_f(const tn_tensor *t, int64_t off) {
     switch (t->dtype) {
@@ -86,9 +103,13 @@ static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64
     for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
 }
 
-int64_t tn_attention_scratch_floats(const tn_attention *a) {
+/* Forward: packed q tile, packed keys, scores, packed probabilities, packed values, output
+ * accumulators, maxima, normalisers. Backward: q, dO and dq rows. */
+static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3];
-    return 2 * e + 2 * ev + KEY_BLOCK;
+    int64_t forward = QB * e + e * KB + 2 * QB * KB + KB * ev + QB * ev + 2 * QB;
+    int64_t backward = 2 * e + ev;
+    return forward > backward ? forward : backward;
 }
 
 /* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
@@ -99,50 +120,111 @@ static inline float score(const tn_attention *a, const float *qf, int64_t b, int
     return s;
 }
 
-void tn_kernel_attention_forward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+static void forward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
+                    int32_t nth) {
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
-    float *qf = scratch, *acc = qf + E, *s = acc + Ev;
+    const int64_t mr = k->gemm_mr, nr = k->gemm_nr, tiles = (L + QB - 1) / QB;
+    const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
+    float *qp = scratch, *kp = qp + QB * E, *s = kp + E * KB, *pp = s + QB * KB, *vp = pp + QB * KB;
+    float *acc = vp + KB * Ev, *m = acc + QB * Ev, *l = m + QB;
     float scale = (float)a->scale;
     int64_t first, last;
-    tn_slice(B * Hq * L, ith, nth, &first, &last);
-    for (int64_t r = first; r < last; r++) {
-        int64_t i = r % L, h = (r / L) % Hq, b = r / (L * Hq), hk = h / group;
-        load_row(qf, &a->q, row_off(&a->q, b, h, i), E);
-        for (int64_t e = 0; e < E; e++) qf[e] *= scale;
-        memset(acc, 0, sizeof(float) * (size_t)Ev);
-        float m = -INFINITY, l = 0;
-        int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
-        for (int64_t j0 = 0; j0 < keys; j0 += KEY_BLOCK) {
-            int64_t n = keys - j0 < KEY_BLOCK ? keys - j0 : KEY_BLOCK;
-            float bm = -INFINITY;
-            for (int64_t j = 0; j < n; j++) {
-                s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
-                if (s[j] > bm) bm = s[j];
+    tn_slice(B * Hq * tiles, ith, nth, &first, &last);
+    for (int64_t unit = first; unit < last; unit++) {
+        int64_t tile = unit % tiles, h = (unit / tiles) % Hq, b = unit / (tiles * Hq), hk = h / group;
+        int64_t i0 = tile * QB, nq = L - i0 < QB ? L - i0 : QB, panels = (nq + mr - 1) / mr;
+        /* qp[(i / mr) * E * mr + e * mr + i % mr] = scale * q[i0 + i, e], zero rows past nq */
+        for (int64_t i = 0; i < panels * mr; i++) {
+            float *dst = qp + (i / mr) * E * mr + i % mr;
+            int64_t o = i < nq ? row_off(&a->q, b, h, i0 + i) : 0;
+            for (int64_t e = 0; e < E; e++)
+                dst[e * mr] = i < nq ? scale * load_f(&a->q, o + e * a->q.strides[3]) : 0.0f;
+            m[i] = -INFINITY;
+            l[i] = 0;
+        }
+        memset(acc, 0, sizeof(float) * (size_t)(QB * Ev));
+        int64_t keys = a->causal ? (i0 + nq < S ? i0 + nq : S) : S; /* the tile's last row sees most */
+        for (int64_t j0 = 0; j0 < keys; j0 += KB) {
+            int64_t n = keys - j0 < KB ? keys - j0 : KB, kpanels = (n + nr - 1) / nr;
+            /* kp[(j / nr) * E * nr + e * nr + j % nr] = k[j0 + j, e];
+             * vp[(e / nr) * KB * nr + j * nr + e % nr] = v[j0 + j, e]; zero past n */
+            for (int64_t j = 0; j < kpanels * nr; j++) {
+                float *kd = kp + (j / nr) * E * nr + j % nr;
+                int64_t ko = j < n ? row_off(&a->k, b, hk, j0 + j) : 0;
+                for (int64_t e = 0; e < E; e++)
+                    kd[e * nr] = j < n ? load_f(&a->k, ko + e * a->k.strides[3]) : 0.0f;
             }
-            float m_new = bm > m ? bm : m;
-            if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
-            float alpha = expf(m - m_new);
-            l *= alpha;
-            for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
-            for (int64_t j = 0; j < n; j++) {
-                float p = expf(s[j] - m_new);
-                l += p;
-                axpy_row(acc, p, &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
+            for (int64_t j = 0; j < KB; j++) {
+                int64_t vo = j < n ? row_off(&a->v, b, hk, j0 + j) : 0;
+                for (int64_t e = 0; e < Ev; e++) {
+                    float x = j < n ? load_f(&a->v, vo + e * a->v.strides[3]) : 0.0f;
+                    if (pv_gemm)
+                        vp[(e / nr) * KB * nr + j * nr + e % nr] = x;
+                    else
+                        vp[j * Ev + e] = x;
+                }
             }
-            m = m_new;
+            memset(s, 0, sizeof(float) * (size_t)(QB * KB));
+            for (int64_t ip = 0; ip < panels; ip++)
+                for (int64_t jp = 0; jp < kpanels; jp++)
+                    k->gemm_ukernel(E, qp + ip * E * mr, kp + jp * E * nr, s + ip * mr * KB + jp * nr, KB);
+            for (int64_t i = 0; i < nq; i++) {
+                int64_t row = i0 + i;
+                int64_t vis = a->causal ? (row + 1 < S ? row + 1 : S) - j0 : n; /* keys this row sees */
+                if (vis > n) vis = n;
+                float *si = s + i * KB;
+                float bm = -INFINITY;
+                if (vis > 0 && a->has_bias) {
+                    int64_t bo = row_off(&a->bias, b, h, row) + j0 * a->bias.strides[3];
+                    for (int64_t j = 0; j < vis; j++) si[j] += load_f(&a->bias, bo + j * a->bias.strides[3]);
+                }
+                for (int64_t j = 0; j < vis; j++) bm = si[j] > bm ? si[j] : bm;
+                float m_new = bm > m[i] ? bm : m[i];
+                if (m_new == -INFINITY) vis = 0; /* every score so far is -inf: nothing to add */
+                float alpha = vis > 0 ? tn_expf(m[i] - m_new) : 1.0f, sum = 0.0f;
+                for (int64_t j = 0; j < vis; j++) {
+                    si[j] = tn_expf(si[j] - m_new);
+                    sum += si[j];
+                }
+                for (int64_t j = vis < 0 ? 0 : vis; j < KB; j++) si[j] = 0.0f;
+                if (vis <= 0) continue;
+                float *ai = acc + i * Ev;
+                if (alpha != 1.0f)
+                    for (int64_t e = 0; e < Ev; e++) ai[e] *= alpha;
+                l[i] = l[i] * alpha + sum;
+                m[i] = m_new;
+            }
+            if (pv_gemm) {
+                for (int64_t i = 0; i < panels * mr; i++)
+                    for (int64_t j = 0; j < KB; j++)
+                        pp[(i / mr) * KB * mr + j * mr + i % mr] = i < nq ? s[i * KB + j] : 0.0f;
+                for (int64_t ip = 0; ip < panels; ip++)
+                    for (int64_t ep = 0; ep < Ev / nr; ep++)
+                        k->gemm_ukernel(KB, pp + ip * KB * mr, vp + ep * KB * nr, acc + ip * mr * Ev + ep * nr, Ev);
+            } else {
+                for (int64_t i = 0; i < nq; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        float p = s[i * KB + j];
+                        for (int64_t e = 0; e < Ev; e++) acc[i * Ev + e] += p * vp[j * Ev + e];
+                    }
+            }
         }
         /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
          * math path does with its safe softmax */
-        float inv = l > 0 ? 1.0f / l : 0.0f;
-        int64_t o = row_off(&a->out, b, h, i);
-        for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[e] * inv);
-        ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + i * a->lse.strides[2]] =
-            l > 0 ? m + logf(l) : -INFINITY;
+        for (int64_t i = 0; i < nq; i++) {
+            float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
+            int64_t o = row_off(&a->out, b, h, i0 + i);
+            for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[i * Ev + e] * inv);
+            ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + (i0 + i) * a->lse.strides[2]] =
+                l[i] > 0 ? m[i] + logf(l[i]) : -INFINITY;
+        }
     }
 }
 
-void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+static void backward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
+                     int32_t nth) {
+    (void)k;
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     float *qf = scratch, *dof = qf + E, *dqf = dof + Ev;
@@ -165,7 +247,7 @@ void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t
                 memset(dqf, 0, sizeof(float) * (size_t)E);
                 int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
                 for (int64_t j = 0; j < keys; j++) {
-                    float p = expf(score(a, qf, b, h, hk, i, j, E) - lse);
+                    float p = tn_expf(score(a, qf, b, h, hk, i, j, E) - lse);
                     if (!(p > 0)) continue; /* masked out (or a row with no visible key) */
                     float dp = dot_row(dof, &a->v, row_off(&a->v, b, hk, j), Ev);
                     float ds = p * (dp - d) * scale;
@@ -180,4 +262,10 @@ void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t
             }
         }
     }
+}
+
+void TN_CONCAT(tn_attention_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->attention_scratch_floats = scratch_floats;
+    t->attention_forward = forward;
+    t->attention_backward = backward;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "table.h"
+#include "tn/attention.h"
 
 static uint64_t xgetbv0(void) {
     uint32_t lo, hi;
@@ -49,13 +50,16 @@ static void init(void) {
     for (int i = 0; i <= (int)isa.best; i++) {
         tn_kernels_install_ref(&isa.tables[i]);
         tn_gemm_install_ref(&isa.tables[i]);
+        tn_attention_install_ref(&isa.tables[i]);
         if (i >= TN_ISA_AVX2) {
             tn_kernels_install_avx2(&isa.tables[i]);
             tn_gemm_install_avx2(&isa.tables[i]);
+            tn_attention_install_avx2(&isa.tables[i]);
         }
         if (i >= TN_ISA_AVX512) {
             tn_kernels_install_avx512(&isa.tables[i]);
             tn_gemm_install_avx512(&isa.tables[i]);
+            tn_attention_install_avx512(&isa.tables[i]);
             if (isa.bf16) tn_gemm_install_avx512bf16(&isa.tables[i]);
         }
     }
@@ -101,4 +105,19 @@ const tn_kernel_table *tn_kernels(void) {
 
 const tn_kernel_table *tn_kernels_for(tn_isa which) {
     return tn_isa_supported(which) ? &isa.tables[which] : NULL;
+}
+
+/* The entry points of per-ISA kernels that live outside the table's users. */
+int64_t tn_attention_scratch_floats(const tn_attention *a) {
+    return tn_kernels()->attention_scratch_floats(a);
+}
+
+void tn_kernel_attention_forward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+    const tn_kernel_table *k = tn_kernels();
+    k->attention_forward(k, a, scratch, ith, nth);
+}
+
+void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+    const tn_kernel_table *k = tn_kernels();
+    k->attention_backward(k, a, scratch, ith, nth);
 }

@@ -7,6 +7,8 @@
 #include "tn/elementwise.h"
 #include "tn/isa.h"
 
+struct tn_attention;
+
 typedef struct tn_kernel_table {
     /* o[i*os] = op(a[i*as], b[i*bs]) for i < n, all float32 (strides in elements, may be 0);
      * returns 0 if the op has no float32 row (the caller then takes the generic path) */
@@ -43,6 +45,12 @@ typedef struct tn_kernel_table {
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* y[i] += a * x[i] for i < n, contiguous float32 */
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y);
+    /* fused attention (see attention.c and tn/attention.h) */
+    int64_t (*attention_scratch_floats)(const struct tn_attention *a);
+    void (*attention_forward)(const struct tn_kernel_table *k, const struct tn_attention *a,
+                              float *scratch, int32_t ith, int32_t nth);
+    void (*attention_backward)(const struct tn_kernel_table *k, const struct tn_attention *a,
+                               float *scratch, int32_t ith, int32_t nth);
 } tn_kernel_table;
 
 #define TN_GEMM_MAX_MR 8
@@ -67,5 +75,8 @@ void tn_gemm_install_ref(tn_kernel_table *t);
 void tn_gemm_install_avx2(tn_kernel_table *t);
 void tn_gemm_install_avx512(tn_kernel_table *t);
 void tn_gemm_install_avx512bf16(tn_kernel_table *t);
+void tn_attention_install_ref(tn_kernel_table *t);
+void tn_attention_install_avx2(tn_kernel_table *t);
+void tn_attention_install_avx512(tn_kernel_table *t);
 
 #endif

@@ -1,13 +1,16 @@
-/* The fused attention kernel against a direct softmax(q k^T * scale + bias) v, and its
- * backward against finite differences of that reference. */
+/* The fused attention kernel (every ISA variant) against a direct softmax(q k^T * scale +
+ * bias) v, and its backward against finite differences of that reference. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "kernels/table.h"
 #include "tn/tn.h"
 
-enum { B = 1, HQ = 2, HKV = 1, L = 5, S = 70, E = 3 }; /* S > one key block; GQA 2:1 */
+/* S > one key block, L > one query tile; GQA 2:1; E a multiple of every ISA's micro-tile width,
+ * so O += P v takes the micro-kernel (tests/test_attention.py covers other head sizes) */
+enum { B = 1, HQ = 2, HKV = 1, L = 53, S = 70, E = 32 };
 
 static tn_tensor view4(float *d, int64_t b, int64_t h, int64_t l, int64_t e) {
     tn_tensor t = {.data = d, .dtype = TN_DTYPE_F32, .ndim = 4, .sizes = {b, h, l, e},
@@ -58,28 +61,34 @@ void test_attention_kernel(void) {
     a.has_bias = 1;
     a.causal = 1;
     a.scale = scale;
-    float *scratch = malloc(sizeof(float) * (size_t)tn_attention_scratch_floats(&a));
-    for (int t = 0; t < 3; t++) tn_kernel_attention_forward(&a, scratch, t, 3);
     reference(q, k, v, bias, scale, w, want);
-    for (int i = 0; i < HQ * L * E; i++) CHECK(fabsf(out[i] - want[i]) < 1e-5f);
-    /* backward with grad_out = w: compare with central differences of sum(out * w) */
     static float dq[HQ * L * E], dk[S * E], dv[S * E];
-    a.grad_out = view4(w, B, HQ, L, E);
-    a.dq = dq;
-    a.dk = dk;
-    a.dv = dv;
-    tn_kernel_attention_backward(&a, scratch, 0, 1);
     float *params[3] = {q, k, v}, *grads[3] = {dq, dk, dv};
     int counts[3] = {HQ * L * E, S * E, S * E};
-    for (int p = 0; p < 3; p++)
-        for (int i = 0; i < counts[p]; i += 7) {
-            float keep = params[p][i];
-            params[p][i] = keep + 1e-3f;
-            double up = reference(q, k, v, bias, scale, w, NULL);
-            params[p][i] = keep - 1e-3f;
-            double down = reference(q, k, v, bias, scale, w, NULL);
-            params[p][i] = keep;
-            CHECK(fabs((up - down) / 2e-3 - grads[p][i]) < 2e-3);
-        }
+    float *scratch = malloc(sizeof(float) * (size_t)tn_attention_scratch_floats(&a));
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *kt = tn_kernels_for((tn_isa)isa);
+        if (!kt) continue;
+        CHECK(kt->attention_scratch_floats(&a) <= tn_attention_scratch_floats(&a));
+        a.grad_out = (tn_tensor){0};
+        for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3);
+        for (int i = 0; i < HQ * L * E; i++) CHECK(fabsf(out[i] - want[i]) < 1e-5f);
+        /* backward with grad_out = w: compare with central differences of sum(out * w) */
+        a.grad_out = view4(w, B, HQ, L, E);
+        a.dq = dq;
+        a.dk = dk;
+        a.dv = dv;
+        kt->attention_backward(kt, &a, scratch, 0, 1);
+        for (int p = 0; p < 3; p++)
+            for (int i = 0; i < counts[p]; i += 7) {
+                float keep = params[p][i];
+                params[p][i] = keep + 1e-3f;
+                double up = reference(q, k, v, bias, scale, w, NULL);
+                params[p][i] = keep - 1e-3f;
+                double down = reference(q, k, v, bias, scale, w, NULL);
+                params[p][i] = keep;
+                CHECK(fabs((up - down) / 2e-3 - grads[p][i]) < 2e-3);
+            }
+    }
     free(scratch);
 }
