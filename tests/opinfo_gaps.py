@@ -100,6 +100,4 @@ GAPS = {
     # --- native_backward
     ('native_backward', 'index_select', 'float32'):
         'falls back: aten::index_add.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
-    ('native_backward', 'masked_select', 'float32'):
-        'falls back: aten::masked_scatter_ (all 4 samples)',
 }

@@ -1,6 +1,7 @@
 """Ops transformer models reach beyond the basic families, against the CPU and with no
 fallback: histc (MoE routing), floor_divide, pow with a scalar base, full prod, sgn, isnan,
-softplus, unfold, flip, eye, dot, mv, index_add, and arange on integer dtypes."""
+softplus, unfold, flip, eye, dot, mv, index_add, arange on integer dtypes, index_copy (the static KV cache), masked_scatter, erfinv, and the
+complex products of complex rotary embeddings (polar, complex mul)."""
 import pytest
 import torch
 import torch_neuronx
@@ -13,7 +14,7 @@ def check(fn, *args, tol=1e-5):
     torch.neuron.synchronize()
     assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
     assert got.device.type == "neuron"
-    torch.testing.assert_close(got.cpu(), expect, rtol=tol, atol=tol)
+    torch.testing.assert_close(got.cpu(), expect, rtol=tol, atol=tol, equal_nan=True)
 
 
 G = torch.Generator().manual_seed(0)
@@ -42,6 +43,17 @@ CASES = {
     "arange_int64_float_args": (lambda t: torch.arange(0, -8.000001, -4., dtype=torch.int64, device=t.device), X),
     "arange_int32_float_args": (lambda t: torch.arange(-0.9, 2.1, 2, dtype=torch.int32, device=t.device), X),
     "add_bool_alpha_false": (lambda a: torch.add(a, a.logical_not(), alpha=False), torch.tensor([True, False])),
+    "index_copy_kv_cache": (lambda c, ix, v: c.clone().index_copy_(2, ix, v), torch.zeros(1, 2, 6, 3),
+                            torch.tensor([4, 1]), torch.randn(1, 2, 2, 3, generator=G)),
+    "masked_scatter": (lambda t, m, s: t.clone().masked_scatter_(m, s), X, X > 0, torch.randn(40, generator=G)),
+    "erfinv": (lambda t: torch.erfinv(t),
+               torch.tensor([-1, -0.999999, -0.5, 0, 1e-8, 0.3, 0.9, 0.99999, 1, 1.5, float("nan")])),
+    "erfinv_double": (lambda t: torch.erfinv(t), torch.linspace(-0.999999, 0.999999, 101, dtype=torch.float64)),
+    "polar": (lambda a, b: torch.polar(a, b), X.abs(), X.flip(0)),
+    "complex_mul_broadcast": (lambda a, b: a * b, torch.randn(2, 5, 4, dtype=torch.complex64, generator=G),
+                              torch.randn(5, 4, dtype=torch.complex64, generator=G)),
+    "complex_mul_inplace": (lambda a, b: a.clone().mul_(b), torch.randn(5, 4, dtype=torch.complex64, generator=G),
+                            torch.randn(5, 4, dtype=torch.complex64, generator=G)),
 }
 
 

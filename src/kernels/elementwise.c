@@ -30,6 +30,41 @@ static void narrow(uint16_t *dst, int64_t stride, const float *src, int64_t n, t
 
 /* ---- generic element paths ---- */
 
+/* erf^-1(y): a rational first guess in w = -log(1 - y^2) (central and tail branches), then
+ * Newton steps on erf(x) - y, each of which doubles the correct digits. */
+static double erfinv(double y) {
+    if (y != y || y < -1.0 || y > 1.0) return NAN;
+    if (y == 1.0 || y == -1.0) return y * INFINITY;
+    double w = -log((1.0 - y) * (1.0 + y)), x;
+    if (w < 5.0) {
+        w -= 2.5;
+        double p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+        x = p * y;
+    } else {
+        w = sqrt(w) - 3.0;
+        double p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+        x = p * y;
+    }
+    for (int i = 0; i < 2; i++) x -= (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
+    return x;
+}
+
 static double erf_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
 
 static double unary_double(tn_unary_op op, double x) {
@@ -53,6 +88,7 @@ static double unary_double(tn_unary_op op, double x) {
         return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     case TN_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
     case TN_UNARY_ERF: return erf(x);
+    case TN_UNARY_ERFINV: return erfinv(x);
     case TN_UNARY_FLOOR: return floor(x);
     case TN_UNARY_CEIL: return ceil(x);
     case TN_UNARY_ROUND: return nearbyint(x);

@@ -13,9 +13,11 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index.h>
 #include <ATen/ops/index_add.h>
+#include <ATen/ops/index_copy.h>
 #include <ATen/ops/mul.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/index_put.h>
+#include <ATen/ops/masked_scatter.h>
 #include <ATen/ops/masked_select.h>
 #include <ATen/ops/ne.h>
 #include <ATen/ops/nonzero.h>
@@ -241,6 +243,45 @@ Tensor& index_add_out(const Tensor& self, int64_t dim, const Tensor& index, cons
   return out;
 }
 
+// index_copy: out = self, then out[..., index[i], ...] = source[..., i, ...] along dim (the
+// static KV cache writes its new keys this way), as an index_put with the index at `dim`.
+Tensor& index_copy_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Tensor& out) {
+  TORCH_CHECK_INDEX(index.dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ", index.dim(), ")");
+  TORCH_CHECK(index.scalar_type() == at::kLong, "index_copy_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "index_copy_(): self and source expected to have the same "
+              "dtype, but got (self) ", self.scalar_type(), " and (source) ", source.scalar_type());
+  int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK_INDEX(index.numel() == (source.dim() == 0 ? 1 : source.size(d)), "index_copy_(): Number of indices (",
+                    index.numel(), ") should be equal to source.size(dim) (", source.dim() == 0 ? 1 : source.size(d),
+                    ")");
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.dim() == 0 || source.dim() != self.dim())
+    return via_fallback<at::_ops::index_copy_out>(self, dim, index, source, out);
+  at::native::resize_output(out, self.sizes());
+  if (!out.is_same(self)) out.copy_(self);
+  track_native("aten::index_copy.out");
+  IndexList indices;
+  for (int64_t k = 0; k < d; k++) indices.push_back(std::nullopt);
+  indices.push_back(std::optional<Tensor>(index.reshape({-1})));
+  index_put_impl(out, indices, source, false, false);
+  return out;
+}
+
+// masked_scatter_: the positions where mask is true take source's leading elements in order.
+Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same "
+              "dtypes but got ", self.scalar_type(), " and ", source.scalar_type());
+  track_native("aten::masked_scatter_");
+  Tensor m = mask.expand(self.sizes());
+  int64_t n = at::sum(m, at::kLong).item<int64_t>();  // a sync, as on every device: the count sizes the write
+  TORCH_CHECK(source.numel() >= n, "Number of elements of source < number of ones in mask");
+  if (n == 0) return self;
+  index_put_impl(self, IndexList({std::optional<Tensor>(m)}), source.reshape({-1}).narrow(0, 0, n), false, false);
+  return self;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -252,6 +293,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select.out", masked_select_out);
   m.impl("count_nonzero.dim_IntList", count_nonzero);
   m.impl("index_add.out", index_add_out);
+  m.impl("index_copy.out", index_copy_out);
+  m.impl("masked_scatter_", masked_scatter_);
 }
 
 } // namespace torch_neuronx::ops

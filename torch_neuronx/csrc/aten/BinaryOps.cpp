@@ -30,6 +30,7 @@
 #include <ATen/ops/threshold_backward.h>
 
 #include "aten/Iter.h"
+#include "aten/Ops.h"
 
 namespace torch_neuronx::ops {
 namespace {
@@ -172,10 +173,15 @@ Tensor& gelu_backward_out(const Tensor& grad, const Tensor& self, c10::string_vi
 
 } // namespace
 
+Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  if (out.is_complex() && complex_mul_out(self, other, out)) return out;
+  return same_type_out<at::_ops::mul_out, TN_BINARY_MUL>(self, other, out);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add.out", add_out);
   m.impl("sub.out", sub_out);
-  m.impl("mul.out", same_type_out<at::_ops::mul_out, TN_BINARY_MUL>);
+  m.impl("mul.out", mul_out);
   m.impl("div.out", div_out);
   m.impl("div.out_mode", div_mode_out);
   m.impl("maximum.out", same_type_out<at::_ops::maximum_out, TN_BINARY_MAXIMUM>);

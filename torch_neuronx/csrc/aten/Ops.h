@@ -43,6 +43,9 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen);
 at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen);
 
+// Complex.cpp: complex products through real views (false: not a case it handles)
+bool complex_mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+
 // Fallback.cpp: every other op, on the CPU
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 

@@ -217,6 +217,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh.out", float_out<at::_ops::tanh_out, TN_UNARY_TANH>);
   m.impl("sigmoid.out", float_out<at::_ops::sigmoid_out, TN_UNARY_SIGMOID>);
   m.impl("erf.out", float_out<at::_ops::erf_out, TN_UNARY_ERF>);
+  m.impl("erfinv.out", float_out<at::_ops::erfinv_out, TN_UNARY_ERFINV>);
   m.impl("silu.out", silu_out);
   m.impl("gelu.out", gelu_out);
   m.impl("logical_not.out", logical_not_out);
