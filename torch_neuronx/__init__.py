@@ -51,4 +51,18 @@ def clear_op_tracking():
     _C._clear_op_tracking()
 
 
-__all__ = ["get_executed_ops", "get_fallback_ops", "clear_op_tracking"]
+def get_dynamo_metrics():
+    """Counters of torch.compile(backend="neuron"): see torch_neuronx.compiler."""
+    from .compiler import get_dynamo_metrics as metrics
+
+    return metrics()
+
+
+def reset_dynamo_metrics():
+    from .compiler import reset_dynamo_metrics as reset
+
+    reset()
+
+
+__all__ = ["get_executed_ops", "get_fallback_ops", "clear_op_tracking", "get_dynamo_metrics",
+           "reset_dynamo_metrics"]
