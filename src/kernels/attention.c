@@ -25,6 +25,7 @@
 #define TN_CONCAT(a, b) TN_CONCAT_(a, b)
 
 enum { QB = 48, KB = 64 }; /* multiples of every ISA's micro-tile (MR <= 8, NR <= 32) */
+enum { ROWS_BELOW = 8 };   /* fewer query rows per head than this: forward_rows */
 
 static inline float load_f(const tn_tensor *t, int64_t off) {
     switch (t->dtype) {
@@ -107,7 +108,7 @@ static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64
  * accumulators, maxima, normalisers. Backward: q, dO and dq rows. */
 static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3];
-    int64_t forward = QB * e + e * KB + 2 * QB * KB + KB * ev + QB * ev + 2 * QB;
+    int64_t forward = QB * e + e * KB + 2 * QB * KB + KB * ev + QB * ev + 2 * QB; /* >= rows' */
     int64_t backward = 2 * e + ev;
     return forward > backward ? forward : backward;
 }
@@ -120,6 +121,51 @@ static inline float score(const tn_attention *a, const float *qf, int64_t b, int
     return s;
 }
 
+/* Few query rows (decoding): each row against the keys directly, dot products and axpys over
+ * the head dimension; packing tiles for one row would cost more than it saves. */
+static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+    int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
+    int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
+    float *qf = scratch, *acc = qf + E, *s = acc + Ev;
+    float scale = (float)a->scale;
+    int64_t first, last;
+    tn_slice(B * Hq * L, ith, nth, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        int64_t i = r % L, h = (r / L) % Hq, b = r / (L * Hq), hk = h / group;
+        load_row(qf, &a->q, row_off(&a->q, b, h, i), E);
+        for (int64_t e = 0; e < E; e++) qf[e] *= scale;
+        memset(acc, 0, sizeof(float) * (size_t)Ev);
+        float m = -INFINITY, l = 0;
+        int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
+        for (int64_t j0 = 0; j0 < keys; j0 += KB) {
+            int64_t n = keys - j0 < KB ? keys - j0 : KB;
+            float bm = -INFINITY;
+            for (int64_t j = 0; j < n; j++) {
+                s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
+                if (s[j] > bm) bm = s[j];
+            }
+            float m_new = bm > m ? bm : m;
+            if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
+            float alpha = tn_expf(m - m_new);
+            l *= alpha;
+            for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
+            for (int64_t j = 0; j < n; j++) {
+                float p = tn_expf(s[j] - m_new);
+                l += p;
+                axpy_row(acc, p, &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
+            }
+            m = m_new;
+        }
+        /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
+         * math path does with its safe softmax */
+        float inv = l > 0 ? 1.0f / l : 0.0f;
+        int64_t o = row_off(&a->out, b, h, i);
+        for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[e] * inv);
+        ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + i * a->lse.strides[2]] =
+            l > 0 ? m + logf(l) : -INFINITY;
+    }
+}
+
 static void forward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
                     int32_t nth) {
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
@@ -129,6 +175,10 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     float *qp = scratch, *kp = qp + QB * E, *s = kp + E * KB, *pp = s + QB * KB, *vp = pp + QB * KB;
     float *acc = vp + KB * Ev, *m = acc + QB * Ev, *l = m + QB;
     float scale = (float)a->scale;
+    if (L < ROWS_BELOW) {
+        forward_rows(a, scratch, ith, nth);
+        return;
+    }
     int64_t first, last;
     tn_slice(B * Hq * tiles, ith, nth, &first, &last);
     for (int64_t unit = first; unit < last; unit++) {

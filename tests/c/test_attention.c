@@ -73,6 +73,14 @@ void test_attention_kernel(void) {
         a.grad_out = (tn_tensor){0};
         for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3);
         for (int i = 0; i < HQ * L * E; i++) CHECK(fabsf(out[i] - want[i]) < 1e-5f);
+        /* the first 5 query rows alone take the row path (decoding) */
+        memset(out, 0, sizeof out);
+        a.q.sizes[2] = a.out.sizes[2] = a.lse.sizes[2] = a.bias.sizes[2] = 5;
+        for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3);
+        a.q.sizes[2] = a.out.sizes[2] = a.lse.sizes[2] = a.bias.sizes[2] = L;
+        for (int h = 0; h < HQ; h++)
+            for (int i = 0; i < 5 * E; i++) CHECK(fabsf(out[h * L * E + i] - want[h * L * E + i]) < 1e-5f);
+        for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3); /* lse for backward */
         /* backward with grad_out = w: compare with central differences of sum(out * w) */
         a.grad_out = view4(w, B, HQ, L, E);
         a.dq = dq;
