@@ -1,6 +1,10 @@
 /* The kernel thread pool (see tn/parallel.h). One job at a time: a generation counter wakes
- * the workers, an atomic cursor hands out slices, a countdown tells the caller when all are
- * done. */
+ * the workers, a cursor hands out slices, a countdown tells the caller when all are done.
+ * Workers and the caller spin briefly (SPIN pauses) before sleeping on a condition variable:
+ * back-to-back launches then hand work over in well under a microsecond instead of the tens
+ * a futex wake-up costs. */
+#include <immintrin.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,6 +12,7 @@
 #include "tn/parallel.h"
 
 #define MAX_THREADS 256
+#define SPIN 20000 /* pauses (~30-40 cycles each) before sleeping */
 
 static struct {
     pthread_once_t once;
@@ -16,12 +21,12 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_cond_t done;
-    uint64_t generation;
+    _Atomic uint64_t generation;
     tn_parallel_fn fn;
     void *ctx;
     int32_t nth;
     int32_t next;    /* next slice to take */
-    int32_t pending; /* slices not finished */
+    _Atomic int32_t pending; /* slices not finished */
 } pool = {.once = PTHREAD_ONCE_INIT,
           .busy = PTHREAD_MUTEX_INITIALIZER,
           .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -38,7 +43,7 @@ static void drain(void) {
         pthread_mutex_unlock(&pool.lock);
         fn(ctx, ith, nth);
         pthread_mutex_lock(&pool.lock);
-        if (--pool.pending == 0) pthread_cond_broadcast(&pool.done);
+        if (atomic_fetch_sub(&pool.pending, 1) == 1) pthread_cond_broadcast(&pool.done);
     }
 }
 
@@ -47,8 +52,14 @@ static void *worker(void *arg) {
     uint64_t seen = 0;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.lock);
-        seen = pool.generation;
+        if (atomic_load(&pool.generation) == seen) {
+            pthread_mutex_unlock(&pool.lock);
+            for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++)
+                _mm_pause();
+            pthread_mutex_lock(&pool.lock);
+        }
+        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        seen = atomic_load(&pool.generation);
         drain();
     }
     return NULL;
@@ -87,10 +98,15 @@ void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {
     pool.nth = nth;
     pool.next = 0;
     pool.pending = nth;
-    pool.generation++;
+    atomic_fetch_add(&pool.generation, 1);
     pthread_cond_broadcast(&pool.wake);
     drain();
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
+    if (atomic_load(&pool.pending) > 0) {
+        pthread_mutex_unlock(&pool.lock);
+        for (int i = 0; i < SPIN && atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) _mm_pause();
+        pthread_mutex_lock(&pool.lock);
+    }
+    while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);
 }
