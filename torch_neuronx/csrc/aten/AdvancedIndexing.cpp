@@ -217,6 +217,16 @@ Tensor count_nonzero(const Tensor& self, at::IntArrayRef dims) {
   return at::sum(at::ne(self, 0), dims, false, at::kLong);
 }
 
+// out[..., index[i], ...] = (or +=) values[..., i, ...] along dim d: an index_put with the
+// index at position d.
+Tensor& put_along_dim(Tensor& out, int64_t d, const Tensor& index, const Tensor& values, bool accumulate) {
+  IndexList indices;
+  for (int64_t k = 0; k < d; k++) indices.push_back(std::nullopt);
+  indices.push_back(std::optional<Tensor>(index.reshape({-1})));
+  index_put_impl(out, indices, values, accumulate, false);
+  return out;
+}
+
 // index_add: out = self, then out[..., index[i], ...] += alpha * source[..., i, ...] along dim,
 // as an accumulating index_put with the index in position `dim`.
 Tensor& index_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
@@ -235,12 +245,7 @@ Tensor& index_add_out(const Tensor& self, int64_t dim, const Tensor& index, cons
   at::native::resize_output(out, self.sizes());
   if (!out.is_same(self)) out.copy_(self);
   track_native("aten::index_add.out");
-  IndexList indices;
-  for (int64_t k = 0; k < d; k++) indices.push_back(std::nullopt);
-  indices.push_back(std::optional<Tensor>(index.reshape({-1})));
-  Tensor values = alpha.equal(1) ? source : at::mul(source, alpha);
-  index_put_impl(out, indices, values, true, false);
-  return out;
+  return put_along_dim(out, d, index, alpha.equal(1) ? source : at::mul(source, alpha), true);
 }
 
 // index_copy: out = self, then out[..., index[i], ...] = source[..., i, ...] along dim (the
@@ -260,11 +265,7 @@ Tensor& index_copy_out(const Tensor& self, int64_t dim, const Tensor& index, con
   at::native::resize_output(out, self.sizes());
   if (!out.is_same(self)) out.copy_(self);
   track_native("aten::index_copy.out");
-  IndexList indices;
-  for (int64_t k = 0; k < d; k++) indices.push_back(std::nullopt);
-  indices.push_back(std::optional<Tensor>(index.reshape({-1})));
-  index_put_impl(out, indices, source, false, false);
-  return out;
+  return put_along_dim(out, d, index, source, false);
 }
 
 // masked_scatter_: the positions where mask is true take source's leading elements in order.
