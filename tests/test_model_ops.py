@@ -52,6 +52,9 @@ CASES = {
     "polar": (lambda a, b: torch.polar(a, b), X.abs(), X.flip(0)),
     "complex_mul_broadcast": (lambda a, b: a * b, torch.randn(2, 5, 4, dtype=torch.complex64, generator=G),
                               torch.randn(5, 4, dtype=torch.complex64, generator=G)),
+    "complex_mul_real_scalar": (lambda a: a * 0.5, torch.randn(5, 4, dtype=torch.complex64, generator=G)),
+    "complex_mul_real_tensor": (lambda a, r: r * a, torch.randn(5, 4, dtype=torch.complex64, generator=G),
+                                torch.randn(4, generator=G)),
     "complex_mul_inplace": (lambda a, b: a.clone().mul_(b), torch.randn(5, 4, dtype=torch.complex64, generator=G),
                             torch.randn(5, 4, dtype=torch.complex64, generator=G)),
 }

@@ -46,17 +46,28 @@ Tensor& polar_out(const Tensor& abs, const Tensor& angle, Tensor& out) {
 
 } // namespace
 
-// (a + bi)(c + di) = (ac - bd) + (ad + bc)i; both operands complex of out's dtype.
+// (a + bi)(c + di) = (ac - bd) + (ad + bc)i, and (a + bi) r = ar + bri for a real r (a Python
+// number, or a real tensor); the complex operands must have out's dtype.
 bool complex_mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
   auto type = out.scalar_type();
-  if (!(type == at::kComplexFloat || type == at::kComplexDouble) || self.scalar_type() != type ||
-      other.scalar_type() != type)
+  auto ok = [&](const Tensor& t) { return t.scalar_type() == type || at::isFloatingType(t.scalar_type()); };
+  if (!(type == at::kComplexFloat || type == at::kComplexDouble) || !ok(self) || !ok(other))
     return false;
   track_native("aten::mul.out");
   auto shape = at::infer_size(self.sizes(), other.sizes());
-  auto x = at::view_as_real(self.expand(shape)), y = at::view_as_real(other.expand(shape));
-  auto a = x.select(-1, 0), b = x.select(-1, 1), c = y.select(-1, 0), d = y.select(-1, 1);
-  auto re = a * c - b * d, im = a * d + b * c; // computed before out is written: out may alias
+  Tensor re, im;  // computed before out is written: out may alias an operand
+  if (self.is_complex() && other.is_complex()) {
+    auto x = at::view_as_real(self.expand(shape)), y = at::view_as_real(other.expand(shape));
+    auto a = x.select(-1, 0), b = x.select(-1, 1), c = y.select(-1, 0), d = y.select(-1, 1);
+    re = a * c - b * d;
+    im = a * d + b * c;
+  } else {
+    const Tensor& z = self.is_complex() ? self : other;
+    const Tensor& r = self.is_complex() ? other : self;
+    auto x = at::view_as_real(z.expand(shape));
+    re = x.select(-1, 0) * r;
+    im = x.select(-1, 1) * r;
+  }
   at::native::resize_output(out, shape);
   if (out.numel() != 0) store_pair(out, re, im);
   return true;
