@@ -966,10 +966,16 @@ def _all_keys():
     return keys
 
 
-def _expand(gaps, all_keys):
+def _by_op(all_keys):
+    """{(kind, op): [its (kind, op, dtype) keys]}"""
     by_op = {}
     for k in all_keys:
         by_op.setdefault(k[:2], []).append(k)
+    return by_op
+
+
+def _expand(gaps, all_keys):
+    by_op = _by_op(all_keys)
     out = {}
     for (kind, name, dt), reason in gaps.items():
         if dt == "*":
@@ -982,9 +988,7 @@ def _expand(gaps, all_keys):
 
 def _compact(gaps, all_keys):
     """Per-dtype entries of an op that fail in every dtype for the same reason -> '*'."""
-    by_op = {}
-    for k in all_keys:
-        by_op.setdefault(k[:2], []).append(k)
+    by_op = _by_op(all_keys)
     out = {}
     for kop, keys in by_op.items():
         reasons = {gaps.get(k) for k in keys}

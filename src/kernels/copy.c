@@ -19,8 +19,8 @@ static void move_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, 
 
 #define CONVERT_ROW(name, D, S, expr)                                                  \
     static void name(void *dv, int64_t ds, const void *sv, int64_t ss, int64_t n) {     \
-        D *restrict d = dv;                                                            \
-        const S *restrict s = sv;                                                      \
+        D *d = dv;                                                                     \
+        const S *s = sv;                                                               \
         if (ds == 1 && ss == 1)                                                        \
             for (int64_t i = 0; i < n; i++) {                                          \
                 S x = s[i];                                                            \

@@ -113,6 +113,14 @@ static void scale_c(const tn_matrix *c, float *base, int64_t i0, int64_t i1, int
         }
 }
 
+/* The rows x cols corner of a micro-tile (computed into `tile`, nr floats per row) added to C
+ * at `c`, scaled by alpha: edge tiles, strided C, and bf16's alpha. */
+static void add_tile(const tn_matrix *cm, float *c, const float *tile, int64_t rows, int64_t cols,
+                     int64_t nr, float alpha) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < cols; q++) c[r * cm->row_stride + q * cm->col_stride] += alpha * tile[r * nr + q];
+}
+
 static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const char *abase = (const char *)g->a.data + batch * g->a.batch_stride * tn_dtype_size(g->a.dtype);
@@ -143,9 +151,7 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                         }
                         memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
                         k->gemm_ukernel(kc, a_panel, b_panel, tile, nr);
-                        for (int64_t r = 0; r < rows; r++)
-                            for (int64_t q = 0; q < cols; q++)
-                                c[r * g->c.row_stride + q * g->c.col_stride] += tile[r * nr + q];
+                        add_tile(&g->c, c, tile, rows, cols, nr, 1.0f); /* alpha is in ap */
                     }
                 }
             }
@@ -249,9 +255,7 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
                         }
                         memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
                         k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr);
-                        for (int64_t r = 0; r < rows; r++)
-                            for (int64_t q = 0; q < cols; q++)
-                                c[r * g->c.row_stride + q * g->c.col_stride] += g->alpha * tile[r * nr + q];
+                        add_tile(&g->c, c, tile, rows, cols, nr, g->alpha);
                     }
             }
         }
