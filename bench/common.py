@@ -11,3 +11,12 @@ def best(fn, repeat):
         fn()
         t_best = min(t_best, time.perf_counter() - t)
     return t_best
+
+
+def copy_bandwidth(repeat=10, mib=256):
+    """Bytes read + written per second by a large CPU tensor copy (best of `repeat`): the
+    machine's memory bandwidth, the ceiling of memory-bound work on a software device."""
+    import torch
+    src = torch.ones(mib * 2**20, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    return 2 * src.numel() / best(lambda: dst.copy_(src), repeat)

@@ -1,9 +1,11 @@
 """GEMM throughput: neuron (our C GEMM) vs torch.mm on the CPU with the same threads.
 
-    python bench/gemm.py [--dtypes float32,bfloat16] [--quick]
+    python bench/gemm.py [--dtypes float32,bfloat16] [--ms 1,16,128,512] [--quick]
 
 Shapes are language-model shapes: M in (1, 16, 128, 512), K and N in (576, 1536, 2048, 4096).
 Prints GFLOP/s for both and the ratio neuron/CPU (this machine is noisy: read the ratios).
+At M=1 the product streams B once: the last column is neuron's B bytes per second as a
+fraction of the measured copy bandwidth (read + write bytes of a 256 MiB copy).
 neuron is timed as a device is: several launches back to back, then one synchronize.
 """
 import argparse
@@ -12,7 +14,7 @@ import os
 
 import torch
 
-from common import best
+from common import best, copy_bandwidth
 
 
 
@@ -20,16 +22,20 @@ from common import best
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--ms", default="1,16,128,512", help="the M values")
     p.add_argument("--quick", action="store_true", help="fewer shapes")
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    ms = (1, 16, 128, 512)
+    ms = tuple(int(m) for m in args.ms.split(","))
     kns = (576, 2048) if args.quick else (576, 1536, 2048, 4096)
     from torch_neuronx import _C
 
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__} with {torch.get_num_threads()} "
           f"threads; neuron kernels: {_C._isa()}")
-    print(f"{'dtype':>9} {'M':>5} {'K':>5} {'N':>5}  {'neuron GF/s':>11} {'cpu GF/s':>9}  ratio")
+    bw = copy_bandwidth() if 1 in ms else None
+    if bw:
+        print(f"copy bandwidth: {bw / 1e9:.1f} GB/s")
+    print(f"{'dtype':>9} {'M':>5} {'K':>5} {'N':>5}  {'neuron GF/s':>11} {'cpu GF/s':>9}  ratio  B of bw")
     for dname in args.dtypes.split(","):
         dtype = getattr(torch, dname)
         for m, k, n in itertools.product(ms, kns, kns):
@@ -51,7 +57,9 @@ def main():
             t_cpu = best(run_cpu, args.repeat) / launches
             flops = 2 * m * k * n
             g_dev, g_cpu = flops / t_dev / 1e9, flops / t_cpu / 1e9
-            print(f"{dname:>9} {m:>5} {k:>5} {n:>5}  {g_dev:>11.1f} {g_cpu:>9.1f}  {g_dev / g_cpu:5.2f}x")
+            of_bw = f"{b.numel() * b.element_size() / t_dev / bw:8.0%}" if m == 1 else ""
+            print(f"{dname:>9} {m:>5} {k:>5} {n:>5}  {g_dev:>11.1f} {g_cpu:>9.1f}  {g_dev / g_cpu:5.2f}x"
+                  f"{of_bw}")
 
 
 if __name__ == "__main__":

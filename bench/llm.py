@@ -25,14 +25,7 @@ import torch
 from transformers import AutoModelForCausalLM, DynamicCache, LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
-from common import best
-
-
-def copy_bandwidth(repeat, mib=256):
-    """Bytes read + written per second by a large CPU tensor copy."""
-    src = torch.ones(mib * 2**20, dtype=torch.uint8)
-    dst = torch.empty_like(src)
-    return 2 * src.numel() / best(lambda: dst.copy_(src), repeat)
+from common import best, copy_bandwidth
 
 
 def tiny_llama(dtype):

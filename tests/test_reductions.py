@@ -120,6 +120,30 @@ def test_empty_and_nan():
     check(lambda t: t.sum(1), x)
 
 
+def test_large_reductions_split_across_threads():
+    """Outputs fewer than threads: each output's elements are split between the threads, and
+    the parts combine in order (first extreme wins, NaN wins, integer sums wrap exactly)."""
+    n = 300_001
+    x = make((n,), torch.float32)
+    check(lambda t: t.sum(), x)
+    check(lambda t: t.mean(), x)
+    check(lambda t: t.sum(1), x[:300_000].view(1, 300_000))
+    check(lambda t: t.amax(), x)
+    ties = torch.zeros(n)
+    ties[[5, 200_000, 250_000]] = 2.0        # the first of equal maxima, in another thread's part
+    check(lambda t: (t.argmax(), t.argmin()), ties)
+    late_nan = x.clone()
+    late_nan[290_000] = float("nan")
+    check(lambda t: (t.max(), t.argmax(), t.sum()), late_nan)
+    check(lambda t: t.view(2, -1).max(1), x[:300_000].clone())
+    i = make((n,), torch.int64) * (1 << 58)   # wraps around, as on the CPU
+    check(lambda t: (t.sum(), t.prod()), i)
+    b = torch.ones(n, dtype=torch.bool)
+    b[299_999] = False
+    check(lambda t: (t.all(), t.any(), (~t).any(), t.sum()), b)
+    check(lambda t: t.sum(), make((n,), torch.bfloat16))
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax_forward_backward(dtype, dim):

@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 #define TN_PARALLEL_GRAIN 32768
+#define TN_MAX_THREADS 256 /* the most threads the pool runs (nth never exceeds it) */
 
 typedef void (*tn_parallel_fn)(void *ctx, int32_t ith, int32_t nth);
 

@@ -40,6 +40,22 @@ tn_status tn_reduce_async(tn_stream_t stream, const char *name, tn_reduce_op op,
                           double scale);
 void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *indices,
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth);
+/* A reduction with fewer outputs than threads splits each output's reduced elements instead:
+ * tn_kernel_reduce_part folds slice ith of nth of output o (outputs numbered row-major over
+ * the kept dimensions) into `part`; tn_kernel_reduce_finish combines the parts, in slice
+ * order, and stores output o. */
+typedef struct tn_reduce_part {
+    double f;     /* float accumulator / extreme */
+    int64_t i;    /* integer accumulator / extreme */
+    int64_t pos;  /* position of the extreme */
+    int32_t started;
+} tn_reduce_part;
+void tn_kernel_reduce_part(tn_reduce_op op, const tn_tensor *out, const tn_tensor *indices,
+                           const tn_tensor *in, int64_t o, int32_t ith, int32_t nth,
+                           tn_reduce_part *part);
+void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_tensor *indices,
+                             const tn_tensor *in, double scale, int64_t o,
+                             const tn_reduce_part *parts, int32_t nparts);
 
 /* Variance over the reduced dimensions of `var` (stride 0 there, as for tn_reduce_async):
  * sum((x - mean)^2) / max(0, N - correction), computed in double with two passes; its square

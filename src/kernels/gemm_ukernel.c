@@ -24,8 +24,13 @@ enum { MR = 6, NR = 32 };
 
 static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
     __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    }
     for (int64_t p = 0; p < kc; p++) {
+        _mm_prefetch((const char *)(bp + (p + 8) * NR), _MM_HINT_T0);
         __m512 b0 = _mm512_loadu_ps(bp + p * NR), b1 = _mm512_loadu_ps(bp + p * NR + 16);
         for (int i = 0; i < MR; i++) {
             __m512 a = _mm512_set1_ps(ap[p * MR + i]);

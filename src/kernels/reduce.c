@@ -15,11 +15,13 @@ typedef struct split {
     int64_t kept_sizes[TN_MAX_DIMS], kept_out[TN_MAX_DIMS], kept_idx[TN_MAX_DIMS], kept_in[TN_MAX_DIMS];
     int64_t red_sizes[TN_MAX_DIMS], red_in[TN_MAX_DIMS];
     int64_t nout, nreduce;
+    tn_dtype in_dtype;
 } split;
 
 static void split_dims(split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in) {
     memset(s, 0, sizeof *s);
     s->nout = s->nreduce = 1;
+    s->in_dtype = in->dtype;
     for (int32_t d = 0; d < in->ndim; d++) {
         if (in->sizes[d] == 1) continue;
         if (out->strides[d] == 0) {
@@ -64,12 +66,12 @@ static int64_t row_base(const split *s, int64_t base, int64_t r) {
     return base;
 }
 
-typedef struct acc {
-    double f;     /* float accumulator / extreme */
-    int64_t i;    /* integer accumulator / extreme */
-    int64_t pos;  /* position of the extreme */
-    int started;
-} acc;
+typedef tn_reduce_part acc;
+
+static acc acc_init(tn_reduce_op op) {
+    acc a = {op == TN_REDUCE_PROD ? 1.0 : 0.0, op == TN_REDUCE_PROD || op == TN_REDUCE_ALL, 0, 0};
+    return a;
+}
 
 /* float32 contiguous sum with 16 partial sums (vectorizes without reassociation). */
 static double sum_f32_row(const float *x, int64_t n) {
@@ -112,50 +114,97 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     }
 }
 
+/* Folds reduced elements [j0, j1) (numbered row by row) of the output at input offset off_in. */
+static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int64_t off_in,
+                       int64_t j0, int64_t j1, acc *a) {
+    int fl = tn_dtype_is_float(in->dtype);
+    int32_t ies = tn_dtype_size(in->dtype);
+    int64_t row = s->nred ? s->red_sizes[s->nred - 1] : 1;
+    int64_t row_stride = s->nred ? s->red_in[s->nred - 1] : 0;
+    if (row == 0 || j0 >= j1) return;
+    for (int64_t r = j0 / row; r * row < j1; r++) {
+        int64_t i0 = r * row < j0 ? j0 - r * row : 0;
+        int64_t i1 = (r + 1) * row > j1 ? j1 - r * row : row;
+        const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
+        if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+            a->f += sum_f32_row((const float *)p + i0, i1 - i0);
+            continue;
+        }
+        for (int64_t i = i0; i < i1; i++)
+            combine(op, a, tn_load(p + i * row_stride * ies, in->dtype), fl, r * row + i);
+    }
+}
+
+static void store_result(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
+                         const split *s, int64_t o, const acc *a, double scale) {
+    int64_t off_out, off_idx, off_in;
+    output_offsets(s, o, &off_out, &off_idx, &off_in);
+    int fl = tn_dtype_is_float(s->in_dtype);
+    tn_value v = {0, 0, 0, 0};
+    if (op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN) {
+        v.i = a->pos;
+        v.is_int = 1;
+    } else if (op == TN_REDUCE_ALL || op == TN_REDUCE_ANY || !fl) {
+        v.i = a->i;
+        v.is_int = 1;
+        if (op == TN_REDUCE_SUM && scale != 1.0) { /* mean of integers is refused upstream */
+            v.re = (double)a->i * scale;
+            v.is_int = 0;
+        }
+    } else {
+        v.re = op == TN_REDUCE_SUM ? a->f * scale : a->f;
+    }
+    if (v.is_int) v.re = (double)v.i;
+    tn_store((char *)out->data + off_out * tn_dtype_size(out->dtype), out->dtype, v);
+    if (idx) {
+        tn_value pv = {(double)a->pos, 0, a->pos, 1};
+        tn_store((char *)idx->data + off_idx * 8, TN_DTYPE_I64, pv);
+    }
+}
+
 void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth) {
     split s;
     split_dims(&s, out, idx, in);
-    int fl = tn_dtype_is_float(in->dtype);
-    int32_t ies = tn_dtype_size(in->dtype), oes = tn_dtype_size(out->dtype);
-    int64_t row = s.nred ? s.red_sizes[s.nred - 1] : 1, row_stride = s.nred ? s.red_in[s.nred - 1] : 0;
-    int64_t rows = row ? s.nreduce / row : 0;
     int64_t first, last;
     tn_slice(s.nout, ith, nth, &first, &last);
     for (int64_t o = first; o < last; o++) {
         int64_t off_out, off_idx, off_in;
         output_offsets(&s, o, &off_out, &off_idx, &off_in);
-        acc a = {op == TN_REDUCE_PROD ? 1.0 : 0.0, op == TN_REDUCE_PROD || op == TN_REDUCE_ALL, 0, 0};
-        for (int64_t r = 0; r < rows; r++) {
-            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
-            if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
-                a.f += sum_f32_row((const float *)p, row);
-                continue;
-            }
-            for (int64_t i = 0; i < row; i++)
-                combine(op, &a, tn_load(p + i * row_stride * ies, in->dtype), fl, r * row + i);
-        }
-        tn_value v = {0, 0, 0, 0};
-        if (op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN) {
-            v.i = a.pos;
-            v.is_int = 1;
-        } else if (op == TN_REDUCE_ALL || op == TN_REDUCE_ANY || !fl) {
-            v.i = a.i;
-            v.is_int = 1;
-            if (op == TN_REDUCE_SUM && scale != 1.0) { /* mean of integers is refused upstream */
-                v.re = (double)a.i * scale;
-                v.is_int = 0;
-            }
-        } else {
-            v.re = op == TN_REDUCE_SUM ? a.f * scale : a.f;
-        }
-        if (v.is_int) v.re = (double)v.i;
-        tn_store((char *)out->data + off_out * oes, out->dtype, v);
-        if (idx) {
-            tn_value pv = {(double)a.pos, 0, a.pos, 1};
-            tn_store((char *)idx->data + off_idx * 8, TN_DTYPE_I64, pv);
-        }
+        acc a = acc_init(op);
+        accumulate(op, &s, in, off_in, 0, s.nreduce, &a);
+        store_result(op, out, idx, &s, o, &a, scale);
     }
+}
+
+void tn_kernel_reduce_part(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
+                           const tn_tensor *in, int64_t o, int32_t ith, int32_t nth,
+                           tn_reduce_part *part) {
+    split s;
+    split_dims(&s, out, idx, in);
+    int64_t off_out, off_idx, off_in, j0, j1;
+    output_offsets(&s, o, &off_out, &off_idx, &off_in);
+    tn_slice(s.nreduce, ith, nth, &j0, &j1);
+    *part = acc_init(op);
+    accumulate(op, &s, in, off_in, j0, j1, part);
+}
+
+void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
+                             const tn_tensor *in, double scale, int64_t o,
+                             const tn_reduce_part *parts, int32_t nparts) {
+    split s;
+    split_dims(&s, out, idx, in);
+    int fl = tn_dtype_is_float(in->dtype);
+    acc a = acc_init(op);
+    for (int32_t k = 0; k < nparts; k++) {
+        const acc *b = &parts[k];
+        tn_value v = {b->f, 0, b->i, !fl};
+        if (op == TN_REDUCE_SUM || op == TN_REDUCE_PROD || op == TN_REDUCE_ALL || op == TN_REDUCE_ANY)
+            combine(op, &a, v, fl && op != TN_REDUCE_ALL && op != TN_REDUCE_ANY, 0);
+        else if (b->started) /* parts come in order, so the first extreme stays first */
+            combine(op, &a, v, fl, b->pos);
+    }
+    store_result(op, out, idx, &s, o, &a, scale);
 }
 
 void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,

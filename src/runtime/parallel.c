@@ -11,7 +11,6 @@
 #include "internal.h"
 #include "tn/parallel.h"
 
-#define MAX_THREADS 256
 #define SPIN 20000 /* pauses (~30-40 cycles each) before sleeping */
 
 static struct {
@@ -69,7 +68,7 @@ static void start(void) {
     const char *env = getenv("TN_NUM_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
+    if (n > TN_MAX_THREADS) n = TN_MAX_THREADS;
     pool.nthreads = 1;
     for (long i = 1; i < n; i++) {
         pthread_t t;

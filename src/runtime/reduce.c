@@ -20,13 +20,42 @@ static void reduce_slice(void *p, int32_t ith, int32_t nth) {
     tn_kernel_reduce(t->op, &t->out, t->has_idx ? &t->idx : NULL, &t->in, t->scale, ith, nth);
 }
 
+typedef struct part_task {
+    const reduce_task *r;
+    int64_t o;
+    int32_t nth;
+    tn_reduce_part parts[TN_MAX_THREADS];
+} part_task;
+
+static void part_slice(void *p, int32_t ith, int32_t nth) {
+    part_task *t = p;
+    const reduce_task *r = t->r;
+    tn_kernel_reduce_part(r->op, &r->out, r->has_idx ? &r->idx : NULL, &r->in, t->o, ith, nth,
+                          &t->parts[ith]);
+    if (ith == 0) t->nth = nth;
+}
+
 static tn_status run_reduce(void *p) {
     reduce_task *t = p;
-    /* parallel over outputs (a full reduction runs on one thread) */
     int64_t outputs = 1;
     for (int32_t d = 0; d < t->out.ndim; d++)
-        if (t->out.strides[d] != 0) outputs *= t->out.sizes[d];
-    tn_parallel_run(reduce_slice, t, outputs > 1 ? tn_tensor_numel(&t->in) : 0);
+        if (t->out.strides[d] != 0 || t->out.sizes[d] == 0) outputs *= t->out.sizes[d];
+    int64_t numel = tn_tensor_numel(&t->in);
+    if (outputs >= tn_parallel_threads() || numel < 2 * TN_PARALLEL_GRAIN) {
+        tn_parallel_run(reduce_slice, t, numel); /* a slice of the outputs each */
+        return TN_STATUS_OK;
+    }
+    /* few outputs (a full reduction): each one's elements are split across the threads */
+    part_task *pt = malloc(sizeof *pt);
+    if (!pt) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a reduction");
+    pt->r = t;
+    for (int64_t o = 0; o < outputs; o++) {
+        pt->o = o;
+        tn_parallel_run(part_slice, pt, numel / outputs);
+        tn_kernel_reduce_finish(t->op, &t->out, t->has_idx ? &t->idx : NULL, &t->in, t->scale, o,
+                                pt->parts, pt->nth);
+    }
+    free(pt);
     return TN_STATUS_OK;
 }
 
