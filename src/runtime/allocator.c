@@ -3,7 +3,12 @@
  * One lock guards every device's pools and the pointer map. Blocks are never split; a free
  * block stays with the stream that allocated it, so reuse is ordered by that stream. A block
  * that other streams used (record_stream) waits in `pending` with one event per such stream
- * until their work has run. */
+ * until their work has run.
+ *
+ * Every block size is one of the size classes round_size() produces, so free blocks sit in
+ * one list per class (most recently freed first), with a bitmap of the non-empty classes: an
+ * allocation finds the smallest fitting cached block in a few word scans, however many blocks
+ * the cache holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +30,18 @@ typedef struct tn_block {
     struct tn_block *next;
 } tn_block;
 
+/* Size classes: small sizes in TN_BLOCK_ROUND steps up to TN_SMALL_BLOCK, then eight per
+ * power of two up to 2^63. */
+#define SMALL_CLASSES ((int32_t)(TN_SMALL_BLOCK / TN_BLOCK_ROUND))
+#define SMALL_TOP 20 /* log2(TN_SMALL_BLOCK) */
+#define CLASSES (SMALL_CLASSES + (64 - SMALL_TOP) * 8)
+#define CLASS_WORDS ((CLASSES + 63) / 64)
+_Static_assert(TN_SMALL_BLOCK == 1u << SMALL_TOP, "SMALL_TOP must match TN_SMALL_BLOCK");
+
 struct tn_allocator {
     int32_t device;
-    tn_block *free_list[TN_POOL_COUNT_]; /* small and large, ascending by size */
+    tn_block *free_list[CLASSES];
+    uint64_t nonempty[CLASS_WORDS]; /* bit c: free_list[c] has blocks */
     tn_block *pending;
     tn_memory_stats stats;
 };
@@ -52,11 +66,39 @@ static void publish(struct tn_allocator *a) {
                      (uint64_t)a->stats.reserved_bytes[TN_POOL_ALL].current);
 }
 
+/* The class of a size round_size() produced. */
+static int32_t size_class(uint64_t size) {
+    if (size <= TN_SMALL_BLOCK) return (int32_t)(size / TN_BLOCK_ROUND) - 1;
+    int top = 63 - __builtin_clzll(size);
+    return SMALL_CLASSES + (top - SMALL_TOP) * 8 + (int32_t)(size >> (top - 3)) - 8;
+}
+
+static uint64_t class_size(int32_t c) {
+    if (c < SMALL_CLASSES) return (uint64_t)(c + 1) * TN_BLOCK_ROUND;
+    int32_t top = SMALL_TOP + (c - SMALL_CLASSES) / 8;
+    return (uint64_t)(8 + (c - SMALL_CLASSES) % 8) << (top - 3);
+}
+
+/* The first non-empty class at or after c, or -1. */
+static int32_t next_class(const struct tn_allocator *a, int32_t c) {
+    for (int32_t w = c / 64; w < CLASS_WORDS; w++) {
+        uint64_t bits = a->nonempty[w];
+        if (w == c / 64) bits &= ~0ull << (c % 64);
+        if (bits) return w * 64 + __builtin_ctzll(bits);
+    }
+    return -1;
+}
+
 static void insert_free(struct tn_allocator *a, tn_block *b) {
-    tn_block **p = &a->free_list[b->pool];
-    while (*p && (*p)->size < b->size) p = &(*p)->next;
-    b->next = *p;
-    *p = b;
+    int32_t c = size_class(b->size);
+    b->next = a->free_list[c];
+    a->free_list[c] = b;
+    a->nonempty[c / 64] |= 1ull << (c % 64);
+}
+
+static void unlink_free(struct tn_allocator *a, int32_t c, tn_block **p) {
+    *p = (*p)->next;
+    if (!a->free_list[c]) a->nonempty[c / 64] &= ~(1ull << (c % 64));
 }
 
 /* Moves pending blocks whose streams have finished with them to the free lists. */
@@ -80,13 +122,17 @@ static void process_pending(struct tn_allocator *a) {
     }
 }
 
-static tn_block *take_cached(struct tn_allocator *a, tn_pool pool, tn_stream_t s, uint64_t size) {
-    for (tn_block **p = &a->free_list[pool]; *p; p = &(*p)->next) {
-        tn_block *b = *p;
-        if (b->size < size || b->stream != s) continue;
-        if (b->size * 4 > size * 5) return NULL; /* everything further is larger still */
-        *p = b->next;
-        return b;
+/* The smallest cached block of `stream` that holds `size` without wasting over a quarter. */
+static tn_block *take_cached(struct tn_allocator *a, tn_stream_t s, uint64_t size) {
+    for (int32_t c = next_class(a, size_class(size)); c >= 0; c = next_class(a, c + 1)) {
+        if (class_size(c) * 4 > size * 5) return NULL; /* every further class is larger still */
+        if ((c < SMALL_CLASSES) != (size <= TN_SMALL_BLOCK)) return NULL; /* pools stay apart */
+        for (tn_block **p = &a->free_list[c]; *p; p = &(*p)->next) {
+            if ((*p)->stream != s) continue;
+            tn_block *b = *p;
+            unlink_free(a, c, p);
+            return b;
+        }
     }
     return NULL;
 }
@@ -94,10 +140,10 @@ static tn_block *take_cached(struct tn_allocator *a, tn_pool pool, tn_stream_t s
 static void release_cached(struct tn_allocator *a) {
     const tn_device_interface *drv = tn_driver();
     int32_t core = tn_device_state_get(a->device)->physical_core;
-    for (int pool = TN_POOL_SMALL; pool < TN_POOL_COUNT_; pool++) {
-        while (a->free_list[pool]) {
-            tn_block *b = a->free_list[pool];
-            a->free_list[pool] = b->next;
+    for (int32_t c = next_class(a, 0); c >= 0; c = next_class(a, c + 1)) {
+        while (a->free_list[c]) {
+            tn_block *b = a->free_list[c];
+            unlink_free(a, c, &a->free_list[c]);
             tn_ptrmap_remove(&blocks, b->ptr);
             drv->mem_free(drv->ctx, core, b->ptr, b->size);
             stat_add(a->stats.segment, b->pool, -1);
@@ -185,7 +231,7 @@ tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, voi
 
     pthread_mutex_lock(&lock);
     process_pending(a);
-    tn_block *b = take_cached(a, pool, stream, rounded);
+    tn_block *b = take_cached(a, stream, rounded);
     if (!b) b = new_segment(a, pool, rounded);
     if (!b) {
         /* Wait for all streams so pending blocks come free, return the cache, try again. */

@@ -1,9 +1,14 @@
 /* The kernel thread pool (see tn/parallel.h). One job at a time: a generation counter wakes
  * the workers, a cursor hands out slices, a countdown tells the caller when all are done.
- * Workers and the caller spin briefly (SPIN pauses) before sleeping on a condition variable:
- * back-to-back launches then hand work over in well under a microsecond instead of the tens
- * a futex wake-up costs. */
+ * Idle workers spin briefly before sleeping on a condition variable, so that back-to-back
+ * launches hand work over in about a microsecond instead of the tens a futex wake-up costs;
+ * they spin with sched_yield, which gives their core to the host thread that is launching
+ * the work (a 2-core machine runs the host thread, a stream worker and a pool worker). The
+ * caller waiting for the last slices spins with pauses: that wait is short. */
+#define _GNU_SOURCE
 #include <immintrin.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,7 +16,8 @@
 #include "internal.h"
 #include "tn/parallel.h"
 
-#define SPIN 20000 /* pauses (~30-40 cycles each) before sleeping */
+#define SPIN 2000       /* a worker's yields before it sleeps */
+#define CALLER_SPIN 20000 /* the caller's pauses (~30-40 cycles each) before it sleeps */
 
 static struct {
     pthread_once_t once;
@@ -47,14 +53,16 @@ static void drain(void) {
 }
 
 static void *worker(void *arg) {
-    (void)arg;
+    char name[16];
+    snprintf(name, sizeof name, "tn-pool%d", (int)(intptr_t)arg);
+    pthread_setname_np(pthread_self(), name);
     uint64_t seen = 0;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
         if (atomic_load(&pool.generation) == seen) {
             pthread_mutex_unlock(&pool.lock);
             for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++)
-                _mm_pause();
+                sched_yield();
             pthread_mutex_lock(&pool.lock);
         }
         while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
@@ -72,7 +80,7 @@ static void start(void) {
     pool.nthreads = 1;
     for (long i = 1; i < n; i++) {
         pthread_t t;
-        if (pthread_create(&t, NULL, worker, NULL) != 0) break;
+        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i) != 0) break;
         pthread_detach(t);
         pool.nthreads++;
     }
@@ -102,7 +110,7 @@ void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {
     drain();
     if (atomic_load(&pool.pending) > 0) {
         pthread_mutex_unlock(&pool.lock);
-        for (int i = 0; i < SPIN && atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) _mm_pause();
+        for (int i = 0; i < CALLER_SPIN && atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) _mm_pause();
         pthread_mutex_lock(&pool.lock);
     }
     while (atomic_load(&pool.pending) > 0) pthread_cond_wait(&pool.done, &pool.lock);

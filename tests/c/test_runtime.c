@@ -134,6 +134,31 @@ void test_allocator_reuse(void) {
     CHECK_OK(tn_memory_alloc(3, s, 100, &q));
     CHECK(q != p);
     CHECK_OK(tn_memory_free(q));
+    /* the smallest fitting cached block, within a quarter of the request */
+    void *b2, *b225, *b25, *r;
+    CHECK_OK(tn_memory_alloc(3, s, 2u << 20, &b2));
+    CHECK_OK(tn_memory_alloc(3, s, (9u << 20) / 4, &b225));
+    CHECK_OK(tn_memory_alloc(3, s, (5u << 20) / 2, &b25));
+    CHECK_OK(tn_memory_free(b25));
+    CHECK_OK(tn_memory_free(b2));
+    CHECK_OK(tn_memory_free(b225));
+    CHECK_OK(tn_memory_alloc(3, s, (2u << 20) + 1, &r)); /* rounds to 2.25 MiB */
+    CHECK(r == b225);
+    CHECK_OK(tn_memory_alloc(3, s, (19u << 20) / 10, &q)); /* rounds to 2 MiB */
+    CHECK(q == b2);
+    CHECK_OK(tn_memory_free(q));
+    CHECK_OK(tn_memory_alloc(3, s, (21u << 20) / 10, &q)); /* 2.25 MiB is taken: 2.5 fits */
+    CHECK(q == b25);
+    CHECK_OK(tn_memory_free(q));
+    CHECK_OK(tn_memory_free(r));
+    /* a small-pool request does not take a large-pool block, though it is close in size */
+    CHECK_OK(tn_memory_alloc(3, s, (9u << 20) / 8, &r));
+    CHECK_OK(tn_memory_free(r));
+    CHECK_OK(tn_memory_alloc(3, s, 1u << 20, &q));
+    CHECK(q != r);
+    CHECK_OK(tn_memory_free(q));
+    CHECK_OK(tn_memory_empty_cache(3));
+    CHECK_OK(tn_memory_reset_accumulated_stats(3));
     /* 1000 cycles keep the reserve bounded */
     for (int i = 0; i < 1000; i++) {
         void *a, *b;
