@@ -89,4 +89,4 @@ check-headers:
 clean:
 	rm -rf build/rel build/san build/libtn.a
 
--include $(OBJS:.o=.d) $(SAN_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(SAN_OBJS:.o=.d) $(TEST_SRCS:%.c=build/san/%.d)

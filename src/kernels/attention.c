@@ -215,10 +215,11 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                         vp[j * Ev + e] = x;
                 }
             }
-            memset(s, 0, sizeof(float) * (size_t)(QB * KB));
+            /* S is written, not accumulated: the rows and columns past the panels are never read
+             * (the columns past this row's visible keys are zeroed below) */
             for (int64_t ip = 0; ip < panels; ip++)
                 for (int64_t jp = 0; jp < kpanels; jp++)
-                    k->gemm_ukernel(E, qp + ip * E * mr, kp + jp * E * nr, s + ip * mr * KB + jp * nr, KB);
+                    k->gemm_ukernel(E, qp + ip * E * mr, kp + jp * E * nr, s + ip * mr * KB + jp * nr, KB, 0);
             for (int64_t i = 0; i < nq; i++) {
                 int64_t row = i0 + i;
                 int64_t vis = a->causal ? (row + 1 < S ? row + 1 : S) - j0 : n; /* keys this row sees */
@@ -251,7 +252,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                         pp[(i / mr) * KB * mr + j * mr + i % mr] = i < nq ? s[i * KB + j] : 0.0f;
                 for (int64_t ip = 0; ip < panels; ip++)
                     for (int64_t ep = 0; ep < Ev / nr; ep++)
-                        k->gemm_ukernel(KB, pp + ip * KB * mr, vp + ep * KB * nr, acc + ip * mr * Ev + ep * nr, Ev);
+                        k->gemm_ukernel(KB, pp + ip * KB * mr, vp + ep * KB * nr, acc + ip * mr * Ev + ep * nr, Ev, 1);
             } else {
                 for (int64_t i = 0; i < nq; i++)
                     for (int64_t j = 0; j < n; j++) {

@@ -18,16 +18,6 @@
 
 static inline int is_half(tn_dtype t) { return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16; }
 
-static void widen(float *dst, const uint16_t *src, int64_t stride, int64_t n, tn_dtype t) {
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = t == TN_DTYPE_BF16 ? tn_bf16_to_f32_inline(src[i * stride]) : tn_f16_to_f32_inline(src[i * stride]);
-}
-
-static void narrow(uint16_t *dst, int64_t stride, const float *src, int64_t n, tn_dtype t) {
-    for (int64_t i = 0; i < n; i++)
-        dst[i * stride] = t == TN_DTYPE_BF16 ? tn_f32_to_bf16_inline(src[i]) : tn_f32_to_f16_inline(src[i]);
-}
-
 /* ---- generic element paths ---- */
 
 /* erf^-1(y): a rational first guess in w = -log(1 - y^2) (central and tail branches), then
@@ -280,9 +270,9 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
             int64_t i = 0;
             for (; i < n; i += CHUNK) {
                 int64_t m = n - i < CHUNK ? n - i : CHUNK;
-                widen(buf, (const uint16_t *)x + i * xs, xs, m, compute);
+                k->widen_half(compute, m, buf, 1, (const uint16_t *)x + i * xs, xs);
                 if (!k->unary_f32(op, m, res, 1, buf, 1)) break;
-                narrow((uint16_t *)o + i * os, os, res, m, compute);
+                k->narrow_half(compute, m, (uint16_t *)o + i * os, os, res, 1);
             }
             if (i >= n) continue;
         }
@@ -325,10 +315,10 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             int64_t i = 0;
             for (; i < n; i += CHUNK) {
                 int64_t m = n - i < CHUNK ? n - i : CHUNK;
-                widen(ba, (const uint16_t *)pa + i * as, as, m, compute);
-                widen(bb, (const uint16_t *)pb + i * bs, bs, m, compute);
+                k->widen_half(compute, m, ba, 1, (const uint16_t *)pa + i * as, as);
+                k->widen_half(compute, m, bb, 1, (const uint16_t *)pb + i * bs, bs);
                 if (!k->binary_f32(op, m, res, 1, ba, 1, bb, 1, alpha_f)) break;
-                narrow((uint16_t *)o + i * os, os, res, m, compute);
+                k->narrow_half(compute, m, (uint16_t *)o + i * os, os, res, 1);
             }
             if (i >= n) continue;
         }

@@ -114,11 +114,14 @@ static void scale_c(const tn_matrix *c, float *base, int64_t i0, int64_t i1, int
 }
 
 /* The rows x cols corner of a micro-tile (computed into `tile`, nr floats per row) added to C
- * at `c`, scaled by alpha: edge tiles, strided C, and bf16's alpha. */
+ * at `c` (or stored, when !add), scaled by alpha: edge tiles, strided C, and bf16's alpha. */
 static void add_tile(const tn_matrix *cm, float *c, const float *tile, int64_t rows, int64_t cols,
-                     int64_t nr, float alpha) {
+                     int64_t nr, float alpha, int add) {
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t q = 0; q < cols; q++) c[r * cm->row_stride + q * cm->col_stride] += alpha * tile[r * nr + q];
+        for (int64_t q = 0; q < cols; q++) {
+            float *x = c + r * cm->row_stride + q * cm->col_stride;
+            *x = add ? *x + alpha * tile[r * nr + q] : alpha * tile[r * nr + q];
+        }
 }
 
 static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
@@ -128,7 +131,9 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
     const int32_t mr = k->gemm_mr, nr = k->gemm_nr;
     float *ap = scratch, *bp = scratch + MC * KC, *tile = bp + (int64_t)KC * NC;
-    scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
+    /* beta == 0: the first k block stores its tiles, so C is neither cleared nor read first */
+    int overwrite = g->beta == 0.0f && g->k > 0;
+    if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
@@ -145,13 +150,13 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
                         int64_t rows = mc - ir < mr ? mc - ir : mr;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
+                        int add = !overwrite || pc > 0;
                         if (rows == mr && cols == nr && g->c.col_stride == 1) {
-                            k->gemm_ukernel(kc, a_panel, b_panel, c, g->c.row_stride);
+                            k->gemm_ukernel(kc, a_panel, b_panel, c, g->c.row_stride, add);
                             continue;
                         }
-                        memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
-                        k->gemm_ukernel(kc, a_panel, b_panel, tile, nr);
-                        add_tile(&g->c, c, tile, rows, cols, nr, 1.0f); /* alpha is in ap */
+                        k->gemm_ukernel(kc, a_panel, b_panel, tile, nr, 0);
+                        add_tile(&g->c, c, tile, rows, cols, nr, 1.0f, add); /* alpha is in ap */
                     }
                 }
             }
@@ -224,7 +229,8 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
     uint16_t *ap = (uint16_t *)scratch;
     uint16_t *bp = (uint16_t *)(scratch + MC * KC);
     float *tile = scratch + MC * KC + (int64_t)KC * NC;
-    scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
+    int overwrite = g->beta == 0.0f && g->k > 0; /* as in block() */
+    if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
@@ -249,13 +255,13 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
                         int64_t rows = mc - ir < mr ? mc - ir : mr;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
+                        int add = !overwrite || pc > 0;
                         if (rows == mr && cols == nr && g->c.col_stride == 1 && g->alpha == 1.0f) {
-                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, g->c.row_stride);
+                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, g->c.row_stride, add);
                             continue;
                         }
-                        memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
-                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr);
-                        add_tile(&g->c, c, tile, rows, cols, nr, g->alpha);
+                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr, 0);
+                        add_tile(&g->c, c, tile, rows, cols, nr, g->alpha, add);
                     }
             }
         }

@@ -16,7 +16,7 @@ enum { MR = 8, NR = 32 };
 static inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
 static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *bp, float *c,
-                    int64_t ldc) {
+                    int64_t ldc, int add) {
     __m512 acc[MR][2];
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t q = 0; q < kp; q++) {
@@ -30,8 +30,12 @@ static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *
     }
     for (int i = 0; i < MR; i++) {
         float *row = c + i * ldc;
-        _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
-        _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+        if (add) {
+            acc[i][0] = _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]);
+            acc[i][1] = _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]);
+        }
+        _mm512_storeu_ps(row, acc[i][0]);
+        _mm512_storeu_ps(row + 16, acc[i][1]);
     }
 }
 

@@ -2,8 +2,8 @@
  * this file once per ISA with that ISA's flags and TN_ROWS_ISA naming the install function;
  * the preprocessor picks the intrinsics the flags allow.
  *
- * Micro-kernel contract: c[i*ldc + j] += sum_p ap[p*MR + i] * bp[p*NR + j] for i < MR, j < NR,
- * where ap and bp are the packed panels (see gemm.c). */
+ * Micro-kernel contract: c[i*ldc + j] (+)= sum_p ap[p*MR + i] * bp[p*NR + j] for i < MR, j < NR,
+ * where ap and bp are the packed panels (see gemm.c); with add == 0, C is written, not read. */
 #include <stdint.h>
 
 #include "table.h"
@@ -22,7 +22,7 @@
 
 enum { MR = 6, NR = 32 };
 
-static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     __m512 acc[MR][2];
     for (int i = 0; i < MR; i++) {
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -40,8 +40,12 @@ static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int6
     }
     for (int i = 0; i < MR; i++) {
         float *row = c + i * ldc;
-        _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
-        _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+        if (add) {
+            acc[i][0] = _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]);
+            acc[i][1] = _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]);
+        }
+        _mm512_storeu_ps(row, acc[i][0]);
+        _mm512_storeu_ps(row + 16, acc[i][1]);
     }
 }
 
@@ -67,7 +71,7 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 enum { MR = 6, NR = 16 };
 
-static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     __m256 acc[MR][2];
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t p = 0; p < kc; p++) {
@@ -80,8 +84,12 @@ static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int6
     }
     for (int i = 0; i < MR; i++) {
         float *row = c + i * ldc;
-        _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), acc[i][0]));
-        _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[i][1]));
+        if (add) {
+            acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(row), acc[i][0]);
+            acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[i][1]);
+        }
+        _mm256_storeu_ps(row, acc[i][0]);
+        _mm256_storeu_ps(row + 8, acc[i][1]);
     }
 }
 
@@ -105,13 +113,13 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 enum { MR = 4, NR = 8 };
 
-static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc) {
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     float acc[MR][NR] = {{0}};
     for (int64_t p = 0; p < kc; p++)
         for (int i = 0; i < MR; i++)
             for (int j = 0; j < NR; j++) acc[i][j] += ap[p * MR + i] * bp[p * NR + j];
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) c[i * ldc + j] += acc[i][j];
+        for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
 static float dot(int64_t n, const float *x, const float *y) {

@@ -42,6 +42,34 @@ static float dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
     return total;
 }
 
+/* float32 <-> bfloat16 / float16 rows: one loop per pair and layout, so that contiguous rows
+ * vectorize with this variant's instructions. */
+#define CONVERT_ROW(name, D, S, expr)                                                   \
+    static void name(int64_t n, D *restrict d, int64_t ds, const S *restrict s, int64_t ss) { \
+        if (ds == 1 && ss == 1)                                                         \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                S x = s[i];                                                             \
+                d[i] = expr;                                                            \
+            }                                                                           \
+        else                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                S x = s[i * ss];                                                        \
+                d[i * ds] = expr;                                                       \
+            }                                                                           \
+    }
+CONVERT_ROW(bf16_to_f32, float, uint16_t, tn_bf16_to_f32_inline(x))
+CONVERT_ROW(f32_to_bf16, uint16_t, float, tn_f32_to_bf16_inline(x))
+CONVERT_ROW(f16_to_f32, float, uint16_t, tn_f16_to_f32_inline(x))
+CONVERT_ROW(f32_to_f16, uint16_t, float, tn_f32_to_f16_inline(x))
+
+static void widen_half(tn_dtype t, int64_t n, float *d, int64_t ds, const uint16_t *s, int64_t ss) {
+    (t == TN_DTYPE_BF16 ? bf16_to_f32 : f16_to_f32)(n, d, ds, s, ss);
+}
+
+static void narrow_half(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss) {
+    (t == TN_DTYPE_BF16 ? f32_to_bf16 : f32_to_f16)(n, d, ds, s, ss);
+}
+
 /* Three passes (max, exponentials and their sum, scale), each vectorized; 16 partial sums
  * and maxima keep the reductions vectorizable without reassociation. */
 static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
@@ -85,4 +113,6 @@ void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->unary_f32 = unary_f32;
     t->axpy_f32 = axpy_f32;
     t->axpy_bf16 = axpy_bf16;
+    t->widen_half = widen_half;
+    t->narrow_half = narrow_half;
 }

@@ -21,7 +21,8 @@ typedef struct tn_kernel_table {
      * packed A by gemm_nr <= TN_GEMM_MAX_NR columns of packed B */
     int32_t gemm_mr;
     int32_t gemm_nr;
-    void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc);
+    /* add: c += the product; else c = the product (C is not read) */
+    void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
     /* sum of x[i] * y[i] for i < n, contiguous float32 */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     /* the same over bfloat16 inputs, accumulated in float32 */
@@ -32,7 +33,7 @@ typedef struct tn_kernel_table {
     int32_t gemm_bf16_mr;
     int32_t gemm_bf16_nr;
     void (*gemm_bf16_ukernel)(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *bp,
-                              float *c, int64_t ldc);
+                              float *c, int64_t ldc, int add);
     /* d[2c + t] = r_t[c] for c < n: two contiguous rows of B into one k pair of a panel */
     void (*gemm_bf16_pack_b_rows)(int64_t n, const uint16_t *r0, const uint16_t *r1, uint16_t *d);
     /* d[(q*nr + c)*2 + t] = col[c*cs + 2q + t] for c < n, q < kp: columns of B contiguous
@@ -41,6 +42,10 @@ typedef struct tn_kernel_table {
                                   uint16_t *d, int32_t nr);
     /* y[i] += a * x[i] for i < n, x bfloat16, y float32 */
     void (*axpy_bf16)(int64_t n, float a, const uint16_t *x, float *y);
+    /* d[i*ds] = float32(s[i*ss]) for i < n, t bfloat16 or float16 */
+    void (*widen_half)(tn_dtype t, int64_t n, float *d, int64_t ds, const uint16_t *s, int64_t ss);
+    /* d[i*ds] = t(s[i*ss]), rounded to nearest even, NaN kept */
+    void (*narrow_half)(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* y[i] += a * x[i] for i < n, contiguous float32 */
