@@ -116,3 +116,48 @@ def test_errors_match_cpu():
     assert empty.shape == (0, 4)
     zero_k = torch.mm(on(rand(2, 0)), on(rand(0, 4)))
     assert torch.equal(zero_k.cpu(), torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_weights_packed_once_stay_correct(dtype):
+    """A weight used twice unchanged is packed once for the GEMM; every later change to it (in
+    place, through .data, a new tensor at a reused address) still gives the CPU's answer."""
+    from torch_neuronx import _C
+
+    torch.neuron.empty_cache()
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(300, 70, generator=g).to(dtype)
+    x = torch.randn(20, 70, generator=g).to(dtype)
+    wd, xd = w.to("neuron"), x.to("neuron")
+
+    def check():
+        torch.testing.assert_close(torch.nn.functional.linear(xd, wd).cpu(),
+                                   torch.nn.functional.linear(x, w), **TOL[dtype])
+
+    check()
+    assert _C._packed_weights()[1] == 0       # seen once: not packed yet
+    check()
+    check()
+    tracked, packed, nbytes = _C._packed_weights()
+    assert packed == 1 and nbytes >= w.numel() * w.element_size()
+    w.add_(1.0)
+    wd.add_(1.0)                              # in place: the version counter moves
+    check()
+    check()
+    new = torch.randn(300, 70, generator=g).to(dtype)
+    w.copy_(new)
+    wd.data.copy_(new.to("neuron"))           # behind the version counter: samples differ
+    check()
+    x2 = torch.randn(5, 70, generator=g).to(dtype)  # m <= 4 reads B directly; 5 goes blocked
+    torch.testing.assert_close(torch.nn.functional.linear(x2.to("neuron"), wd).cpu(),
+                               torch.nn.functional.linear(x2, w), **TOL[dtype])
+    del wd                                   # its storage goes; a new weight may reuse it
+    wd = w.neg().to("neuron")
+    w = w.neg()
+    check()
+    check()
+    s = torch.neuron.Stream()
+    with torch.neuron.stream(s):              # another stream does not read this packing
+        check()
+    torch.neuron.empty_cache()
+    assert _C._packed_weights() == (0, 0, 0)

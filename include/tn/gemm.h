@@ -36,9 +36,21 @@ typedef struct tn_gemm {
     tn_matrix c;
     float alpha;
     float beta;
+    /* NULL, or B already packed by tn_gemm_pack_b_async for a GEMM with the same B, n, k and
+     * operand dtypes: the blocked path then reads it instead of packing B itself. */
+    const void *b_packed;
 } tn_gemm;
 
 tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g);
+
+/* Packing B once. A GEMM whose B is used again unchanged (a weight) can keep it packed for
+ * this CPU's micro-kernel: the layout holds every k block's column panels in order, so each
+ * thread finds its panels by offset. tn_gemm_packed_b_bytes is the size of that layout, or 0
+ * when the GEMM cannot use one (a batch of different B matrices, an empty product). The
+ * blocked path serves m > 4; smaller products ignore b_packed and read B itself. */
+int64_t tn_gemm_packed_b_bytes(const tn_gemm *g);
+tn_status tn_gemm_pack_b_async(tn_stream_t stream, const tn_gemm *g, void *dst);
+void tn_kernel_gemm_pack_b(const tn_gemm *g, void *dst, int32_t ith, int32_t nth);
 
 /* Scratch (in floats) one thread of tn_kernel_gemm needs. */
 int64_t tn_gemm_scratch_floats(void);

@@ -124,6 +124,17 @@ static void add_tile(const tn_matrix *cm, float *c, const float *tile, int64_t r
         }
 }
 
+static int64_t panels(int64_t n, int32_t nr) { return (n + nr - 1) / nr; }
+
+/* Part `part` of `parts` of the `bytes` at p, fetched towards the cache: a pre-packed B
+ * panel comes from memory, so the next one is fetched while the micro-kernel works on this
+ * one (a panel packed on the fly is already in cache). */
+static void prefetch_part(const void *p, int64_t bytes, int64_t part, int64_t parts) {
+    int64_t lines = (bytes + 63) / 64, per = (lines + parts - 1) / parts;
+    for (int64_t l = part * per; l < (part + 1) * per && l < lines; l++)
+        __builtin_prefetch((const char *)p + l * 64, 0, 2);
+}
+
 static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const char *abase = (const char *)g->a.data + batch * g->a.batch_stride * tn_dtype_size(g->a.dtype);
@@ -139,14 +150,20 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC;
-            pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
+            const float *bblock = bp;
+            if (g->b_packed)
+                bblock = (const float *)g->b_packed + pc * panels(g->n, nr) * nr + (jc / nr) * kc * nr;
+            else
+                pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
                 pack_a(ap, &g->a, abase, ic, mc, pc, kc, mr, g->alpha);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         const float *a_panel = ap + (ir / mr) * kc * mr;
-                        const float *b_panel = bp + (jr / nr) * kc * nr;
+                        const float *b_panel = bblock + (jr / nr) * kc * nr;
+                        if (g->b_packed && jr + nr < nc)
+                            prefetch_part(b_panel + kc * nr, kc * nr * 4, ir / mr, (mc + mr - 1) / mr);
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
                         int64_t rows = mc - ir < mr ? mc - ir : mr;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
@@ -236,7 +253,11 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
-            pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
+            const uint16_t *bblock = bp;
+            if (g->b_packed)
+                bblock = (const uint16_t *)g->b_packed + pc / 2 * panels(g->n, nr) * nr * 2 + (jc / nr) * kp * nr * 2;
+            else
+                pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
                 /* A in place: contiguous along k and whole pairs; only a ragged last panel is
@@ -251,7 +272,9 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
                             ir < full ? abase + (ic + ir) * g->a.row_stride + pc
                                       : ap + (ir - full) * 2 * kp;
                         int64_t lda = ir < full ? g->a.row_stride : 2 * kp;
-                        const uint16_t *b_panel = bp + (jr / nr) * kp * nr * 2;
+                        const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
+                        if (g->b_packed && jr + nr < nc)
+                            prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
                         int64_t rows = mc - ir < mr ? mc - ir : mr;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
@@ -320,12 +343,82 @@ static void dots(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int6
         }
 }
 
+/* ---- B packed once (see tn_gemm_packed_b_bytes) ----
+ * Layout: k blocks of KC in order; in each, the column panels of the block's kc rows as
+ * pack_b (float32, kc * nr floats a panel) or pack_b_pairs (bf16, (kc+1)/2 * nr pairs a
+ * panel) writes them. KC is even, so a bf16 block starts at pair pc / 2. After the panels,
+ * SAMPLES elements of B spread over the matrix, as packed: a GEMM compares them with B before
+ * trusting the packing, so a B rewritten behind the version counter's back (through
+ * `.data`) is packed afresh rather than read stale. */
+enum { SAMPLES = 64 };
+
+static int packable(const tn_gemm *g) {
+    return g->k > 0 && g->n > 0 && (g->batch == 1 || g->b.batch_stride == 0);
+}
+
+static int64_t panel_bytes(const tn_kernel_table *k, const tn_gemm *g) {
+    if (bf16_path(g, k)) return (g->k + 1) / 2 * panels(g->n, k->gemm_bf16_nr) * k->gemm_bf16_nr * 2 * 2;
+    return g->k * panels(g->n, k->gemm_nr) * k->gemm_nr * (int64_t)sizeof(float);
+}
+
+/* The bits of sample i of B. */
+static uint32_t sample(const tn_gemm *g, int32_t i) {
+    int64_t f = (g->k * g->n - 1) * i / (SAMPLES - 1), p = f / g->n, j = f % g->n;
+    const char *x = (const char *)g->b.data + (p * g->b.row_stride + j * g->b.col_stride) * tn_dtype_size(g->b.dtype);
+    uint32_t bits = 0;
+    memcpy(&bits, x, (size_t)tn_dtype_size(g->b.dtype));
+    return bits;
+}
+
+static int samples_match(const tn_kernel_table *k, const tn_gemm *g) {
+    const uint32_t *kept = (const uint32_t *)((const char *)g->b_packed + panel_bytes(k, g));
+    for (int32_t i = 0; i < SAMPLES; i++)
+        if (kept[i] != sample(g, i)) return 0;
+    return 1;
+}
+
+int64_t tn_gemm_packed_b_bytes_with(const tn_kernel_table *k, const tn_gemm *g) {
+    return packable(g) ? panel_bytes(k, g) + SAMPLES * (int64_t)sizeof(uint32_t) : 0;
+}
+
+void tn_gemm_pack_b_with(const tn_kernel_table *k, const tn_gemm *g, void *dst, int32_t ith,
+                         int32_t nth) {
+    if (!packable(g)) return;
+    int bf16 = bf16_path(g, k);
+    int32_t nr = bf16 ? k->gemm_bf16_nr : k->gemm_nr;
+    int64_t first, last, np = panels(g->n, nr);
+    if (ith == 0) {
+        uint32_t *kept = (uint32_t *)((char *)dst + panel_bytes(k, g));
+        for (int32_t i = 0; i < SAMPLES; i++) kept[i] = sample(g, i);
+    }
+    tn_slice(np, ith, nth, &first, &last);
+    if (first >= last) return;
+    int64_t j0 = first * nr, nc = (last * nr < g->n ? last * nr : g->n) - j0;
+    for (int64_t pc = 0; pc < g->k; pc += KC) {
+        int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+        if (bf16)
+            pack_b_pairs(k, (uint16_t *)dst + pc / 2 * np * nr * 2 + first * kp * nr * 2, &g->b,
+                         g->b.data, pc, kc, j0, nc, nr);
+        else
+            pack_b((float *)dst + pc * np * nr + first * kc * nr, &g->b, g->b.data, pc, kc, j0, nc, nr);
+    }
+}
+
+int64_t tn_gemm_packed_b_bytes(const tn_gemm *g) { return tn_gemm_packed_b_bytes_with(tn_kernels(), g); }
+
+void tn_kernel_gemm_pack_b(const tn_gemm *g, void *dst, int32_t ith, int32_t nth) {
+    tn_gemm_pack_b_with(tn_kernels(), g, dst, ith, nth);
+}
+
 void tn_kernel_gemm(const tn_gemm *g, float *scratch, int32_t ith, int32_t nth) {
     tn_gemm_with(tn_kernels(), g, scratch, ith, nth);
 }
 
-void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g, float *scratch, int32_t ith,
+void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch, int32_t ith,
                   int32_t nth) {
+    tn_gemm checked = *g_in;
+    if (checked.b_packed && !samples_match(k, &checked)) checked.b_packed = NULL;
+    const tn_gemm *g = &checked;
     int64_t first, last;
     if (g->batch >= nth) { /* whole matrices per thread */
         tn_slice(g->batch, ith, nth, &first, &last);

@@ -69,6 +69,10 @@ const tn_kernel_table *tn_kernels_for(tn_isa isa);
 
 /* tn_kernel_gemm with a given table (tests run every ISA through it). */
 struct tn_gemm;
+/* tn_gemm_packed_b_bytes and tn_kernel_gemm_pack_b for the variant k */
+int64_t tn_gemm_packed_b_bytes_with(const tn_kernel_table *k, const struct tn_gemm *g);
+void tn_gemm_pack_b_with(const tn_kernel_table *k, const struct tn_gemm *g, void *dst, int32_t ith,
+                         int32_t nth);
 void tn_gemm_with(const tn_kernel_table *k, const struct tn_gemm *g, float *scratch, int32_t ith,
                   int32_t nth);
 

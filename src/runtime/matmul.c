@@ -36,6 +36,15 @@ static tn_tensor view3(const tn_matrix *mat, int64_t batch, int64_t m, int64_t n
     return t;
 }
 
+typedef struct convert_task {
+    tn_tensor dst, src;
+} convert_task;
+
+static void convert_slice(void *p, int32_t ith, int32_t nth) {
+    convert_task *t = p;
+    tn_kernel_copy(&t->dst, &t->src, ith, nth);
+}
+
 static tn_status run_gemm(void *p) {
     gemm_task *t = p;
     tn_gemm *g = &t->g;
@@ -55,8 +64,8 @@ static tn_status run_gemm(void *p) {
     int64_t work_units = g->batch * g->m * g->n * (g->k > 0 ? g->k : 1) / 8;
     tn_parallel_run(gemm_slice, t, work_units);
     if (t->convert) {
-        tn_tensor dst = view3(&t->out, g->batch, g->m, g->n), src = view3(&g->c, g->batch, g->m, g->n);
-        tn_kernel_copy(&dst, &src, 0, 1);
+        convert_task c = {view3(&t->out, g->batch, g->m, g->n), view3(&g->c, g->batch, g->m, g->n)};
+        tn_parallel_run(convert_slice, &c, g->batch * g->m * g->n);
         free(work);
     }
     return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for GEMM scratch")
@@ -75,4 +84,30 @@ tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g) 
     if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;
     gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32, 0};
     return tn_stream_launch(stream, name ? name : "gemm", run_gemm, &t, sizeof t);
+}
+
+typedef struct pack_task {
+    tn_gemm g;
+    void *dst;
+} pack_task;
+
+static void pack_slice(void *p, int32_t ith, int32_t nth) {
+    pack_task *t = p;
+    tn_kernel_gemm_pack_b(&t->g, t->dst, ith, nth);
+}
+
+static tn_status run_pack(void *p) {
+    pack_task *t = p;
+    tn_parallel_run(pack_slice, t, t->g.k * t->g.n);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_gemm_pack_b_async(tn_stream_t stream, const tn_gemm *g, void *dst) {
+    if (!supported(g->b.dtype) || !supported(g->a.dtype))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM supports float32/bfloat16/float16 operands");
+    if (g->k < 0 || g->n < 0) return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM with a negative dimension");
+    if (tn_gemm_packed_b_bytes(g) == 0) return TN_STATUS_OK;
+    if (!dst) return tn_error(TN_STATUS_INVALID_ARGUMENT, "packing B into NULL");
+    pack_task t = {*g, dst};
+    return tn_stream_launch(stream, "gemm_pack_b", run_pack, &t, sizeof t);
 }

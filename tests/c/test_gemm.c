@@ -29,7 +29,7 @@ static float get(const void *p, int64_t i, tn_dtype t) {
     return t == TN_DTYPE_F32 ? ((const float *)p)[i] : tn_bf16_to_f32(((const uint16_t *)p)[i]);
 }
 
-static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth) {
+static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int packed) {
     int64_t asz = s->batch * s->m * s->k, bsz = s->batch * s->k * s->n, csz = s->batch * s->m * s->n;
     int es = tn_dtype_size(s->in);
     char *a = malloc((size_t)(asz * es) + 1), *b = malloc((size_t)(bsz * es) + 1);
@@ -50,7 +50,22 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth) {
     g.a = (tn_matrix){a, s->in, s->a_trans ? 1 : s->k, s->a_trans ? s->m : 1, s->m * s->k};
     g.b = (tn_matrix){b, s->in, s->b_trans ? 1 : s->n, s->b_trans ? s->k : 1, s->k * s->n};
     g.c = (tn_matrix){c, TN_DTYPE_F32, s->n, 1, s->m * s->n};
+    void *bp = NULL;
+    int64_t bytes = packed ? tn_gemm_packed_b_bytes_with(k, &g) : 0;
+    if (bytes > 0) { /* packed by two threads: the layout does not depend on the split;
+                      * packed == 2 also rewrites B afterwards */
+        bp = malloc((size_t)bytes);
+        memset(bp, 0xff, (size_t)bytes); /* NaN: a gap the packing misses shows in C */
+        for (int32_t ith = 0; ith < 2; ith++) tn_gemm_pack_b_with(k, &g, bp, ith, 2);
+        g.b_packed = bp;
+        if (packed == 2) /* B rewritten after packing (as through .data): the packing is stale */
+            for (int64_t i = 0; i < bsz; i++) {
+                if (s->in == TN_DTYPE_F32) ((float *)b)[i] = value(i, 4);
+                else ((uint16_t *)b)[i] = tn_f32_to_bf16(value(i, 4));
+            }
+    }
     for (int32_t ith = 0; ith < nth; ith++) tn_gemm_with(k, &g, scratch, ith, nth);
+    free(bp);
     int ok = 1;
     for (int64_t bt = 0; bt < s->batch && ok; bt++)
         for (int64_t i = 0; i < s->m && ok; i++)
@@ -101,6 +116,9 @@ void test_gemm_every_isa(void) {
         {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 row path: x @ B */
         {1, 1, 100, 77, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 dot path, odd k tail */
         {1, 21, 70, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},  /* bf16 W.T: transposed 16x16 packs */
+        {1, 70, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32}, /* W.T over k and n blocks */
+        {1, 70, 1100, 601, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16}, /* the same in bf16, odd k */
+        {3, 10, 20, 30, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},    /* batch: B is not packed */
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* k = 0: C = 0 */
     };
@@ -109,10 +127,12 @@ void test_gemm_every_isa(void) {
         if (!k) continue;
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             for (int32_t nth = 1; nth <= 3; nth += 2)
-                if (!run_case(k, &shapes[i], nth)) {
-                    fprintf(stderr, "  (isa %s, case %zu, nth %d)\n", tn_isa_name((tn_isa)isa), i, (int)nth);
-                    CHECK(0);
-                }
+                for (int packed = 0; packed < 3; packed++)
+                    if (!run_case(k, &shapes[i], nth, packed)) {
+                        fprintf(stderr, "  (isa %s, case %zu, nth %d, B packed %d)\n",
+                                tn_isa_name((tn_isa)isa), i, (int)nth, packed);
+                        CHECK(0);
+                    }
     }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "aten/OpTracking.h"
+#include "aten/PackedWeights.h"
 #include "runtime/Functions.h"
 #include "runtime/Generator.h"
 
@@ -89,8 +90,13 @@ PYBIND11_MODULE(_C, m) {
     check(tn_device_synchronize(resolve(static_cast<c10::DeviceIndex>(d))));
   });
   m.def("_empty_cache", [](int d) {
+    torch_neuronx::ops::clear_packed_weights();
     py::gil_scoped_release no_gil;
     check(tn_memory_empty_cache(d));
+  });
+  m.def("_packed_weights", [] {  // (operands tracked, operands packed, packed bytes)
+    auto s = torch_neuronx::ops::packed_weights_stats();
+    return py::make_tuple(s.tracked, s.packed, s.bytes);
   });
   m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : ""); });
   m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });

@@ -12,6 +12,7 @@
 #include <ATen/ops/dot.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
+#include "aten/PackedWeights.h"
 #include "aten/TensorView.h"
 #include "runtime/Functions.h"
 
@@ -72,7 +73,9 @@ void gemm(const char* name, const Tensor& a, const Tensor& b, Tensor& out, const
   g.c = matrix(out);
   g.alpha = alpha.toFloat();
   g.beta = beta.toFloat();
-  check(tn_gemm_async(current_stream(out.device().index()), name, &g));
+  tn_stream_t stream = current_stream(out.device().index());
+  g.b_packed = packed_b(b, g, stream);
+  check(tn_gemm_async(stream, name, &g));
 }
 
 bool native(const Tensor& a, const Tensor& b, const Tensor& out) {

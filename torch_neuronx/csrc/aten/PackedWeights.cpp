@@ -1,0 +1,150 @@
+// B operands packed once for the GEMM micro-kernel (see PackedWeights.h).
+#include "aten/PackedWeights.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/Functions.h"
+
+namespace torch_neuronx::ops {
+namespace {
+
+// What identifies an operand: its storage, where the view starts, its shape and strides, and
+// the operand dtypes (they pick the packed layout).
+struct Key {
+  const c10::StorageImpl* storage;
+  int64_t offset;
+  std::vector<int64_t> sizes, strides;
+  int a_dtype, b_dtype;
+  bool operator==(const Key& o) const {
+    return storage == o.storage && offset == o.offset && sizes == o.sizes && strides == o.strides &&
+           a_dtype == o.a_dtype && b_dtype == o.b_dtype;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = std::hash<const void*>()(k.storage) ^ (std::hash<int64_t>()(k.offset) * 31);
+    for (int64_t v : k.sizes) h = h * 1000003 ^ std::hash<int64_t>()(v);
+    for (int64_t v : k.strides) h = h * 1000003 ^ std::hash<int64_t>()(v);
+    return h ^ (size_t)(k.a_dtype * 7 + k.b_dtype);
+  }
+};
+
+struct Entry {
+  explicit Entry(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;  // expired: the key's address was reused
+  int64_t version = 0;
+  at::Tensor packed;  // undefined until the operand is seen a second time unchanged
+  tn_stream_t stream = nullptr;
+  uint64_t last_use = 0;
+};
+
+constexpr size_t kMaxEntries = 8192;  // seen-once operands included
+
+struct Cache {
+  std::mutex lock;
+  std::unordered_map<Key, Entry, KeyHash> entries;
+  int64_t packed_bytes = 0;
+  uint64_t clock = 0;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: device tensors must not outlive the runtime
+  return *c;
+}
+
+int64_t budget_bytes() {
+  static const int64_t bytes = [] {
+    const char* v = std::getenv("TORCH_NEURONX_PACKED_WEIGHTS_MB");
+    int64_t mb = v && *v ? std::strtoll(v, nullptr, 10) : 2048;
+    return mb > 0 ? mb << 20 : 0;
+  }();
+  return bytes;
+}
+
+void drop_packed(Cache& c, Entry& e) {
+  if (e.packed.defined()) c.packed_bytes -= e.packed.numel();
+  e.packed = at::Tensor();
+}
+
+// Evicts the least recently used entries until `need` more packed bytes fit and the table has
+// room for one more entry. Called with the lock held.
+void make_room(Cache& c, int64_t need) {
+  while (c.packed_bytes + need > budget_bytes() || c.entries.size() >= kMaxEntries) {
+    auto victim = c.entries.end();
+    for (auto it = c.entries.begin(); it != c.entries.end(); ++it)
+      if (victim == c.entries.end() || it->second.last_use < victim->second.last_use) victim = it;
+    if (victim == c.entries.end()) return;
+    drop_packed(c, victim->second);
+    c.entries.erase(victim);
+  }
+}
+
+}  // namespace
+
+const void* packed_b(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream) {
+  if (g.m <= 4 || budget_bytes() == 0 || b.is_inference()) return nullptr;
+  int64_t bytes = tn_gemm_packed_b_bytes(&g);
+  if (bytes == 0 || bytes > budget_bytes()) return nullptr;
+  Key key{b.storage().unsafeGetStorageImpl(), b.storage_offset(), b.sizes().vec(), b.strides().vec(),
+          static_cast<int>(g.a.dtype), static_cast<int>(g.b.dtype)};
+  int64_t version = b._version();
+  Cache& c = cache();
+  std::lock_guard<std::mutex> guard(c.lock);
+  auto it = c.entries.find(key);
+  if (it != c.entries.end() && it->second.storage.expired()) {
+    drop_packed(c, it->second);
+    c.entries.erase(it);
+    it = c.entries.end();
+  }
+  if (it == c.entries.end()) {  // first sighting: remember it, pack nothing yet
+    make_room(c, 0);
+    Entry e(b.storage().getWeakStorageImpl());
+    e.version = version;
+    e.last_use = ++c.clock;
+    c.entries.emplace(std::move(key), std::move(e));
+    return nullptr;
+  }
+  Entry& e = it->second;
+  e.last_use = ++c.clock;
+  if (e.version != version || (e.packed.defined() && e.stream != stream)) {  // changed: start over
+    drop_packed(c, e);
+    e.version = version;
+    return nullptr;
+  }
+  if (!e.packed.defined()) {  // seen twice unchanged: pack it
+    make_room(c, bytes);
+    it = c.entries.find(key);  // make_room may have evicted it
+    if (it == c.entries.end()) return nullptr;
+    Entry& kept = it->second;
+    kept.packed = at::empty({bytes}, b.options().dtype(at::kByte));
+    check(tn_gemm_pack_b_async(stream, &g, kept.packed.mutable_data_ptr()));
+    kept.stream = stream;
+    c.packed_bytes += bytes;
+    return kept.packed.const_data_ptr();
+  }
+  return e.packed.const_data_ptr();
+}
+
+PackedWeightsStats packed_weights_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> guard(c.lock);
+  PackedWeightsStats s{static_cast<int64_t>(c.entries.size()), 0, c.packed_bytes};
+  for (const auto& kv : c.entries) s.packed += kv.second.packed.defined();
+  return s;
+}
+
+void clear_packed_weights() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> guard(c.lock);
+  c.entries.clear();
+  c.packed_bytes = 0;
+}
+
+}  // namespace torch_neuronx::ops
