@@ -7,6 +7,9 @@ Prints GFLOP/s for both and the ratio neuron/CPU (this machine is noisy: read th
 At M=1 the product streams B once: the last column is neuron's B bytes per second as a
 fraction of the measured copy bandwidth (read + write bytes of a 256 MiB copy).
 neuron is timed as a device is: several launches back to back, then one synchronize.
+The same B comes back on every launch, so from the second launch on neuron reads it packed
+(as it does a model's weights); TORCH_NEURONX_PACKED_WEIGHTS_MB=0 measures packing B on every
+call, as for a product of two activations.
 """
 import argparse
 import itertools
