@@ -34,7 +34,7 @@ BF16_ONLY := gemm_bf16
 # IEEE semantics, NaN and infinities included.
 ROW_FLAGS := -fno-trapping-math -fno-math-errno
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c),\
-          $(wildcard src/runtime/*.c src/kernels/*.c))
+          $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \
            $(BF16_ONLY:%=$(1)/src/kernels/%_avx512bf16.o)
 TEST_SRCS := $(wildcard tests/c/*.c)

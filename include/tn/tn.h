@@ -25,5 +25,6 @@
 #include "tn/optim.h"
 #include "tn/attention.h"
 #include "tn/linalg.h"
+#include "tn/graph.h"
 
 #endif

@@ -50,7 +50,9 @@ int tn_test_failures;
     X(test_sort_kernel)          \
     X(test_gather_nd_kernel)     \
     X(test_index_put_and_nonzero_kernels) \
-    X(test_gather_kernel)
+    X(test_gather_kernel)        \
+    X(test_graph_fused_region)   \
+    X(test_graph_rejects_bad_regions)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -1,0 +1,112 @@
+/* The graph compiler's fused regions: generated, built by the system compiler, cached, run on
+ * a stream, against a reference computed here. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+enum { R = 3, C = 70 };
+
+/* out0 (f32) = silu(a) * b + 1.5, out1 (bf16) = exp(-a) where mask else 0 (transposed store);
+ * a: bf16 R x C; b: f32 C, broadcast over rows; mask: bool R x C. */
+static void region(tn_graph *g, tn_graph_operand in[3], tn_graph_node nodes[10], tn_graph_operand out[2]) {
+    memset(in, 0, sizeof(tn_graph_operand) * 3);
+    memset(out, 0, sizeof(tn_graph_operand) * 2);
+    in[0] = (tn_graph_operand){.dtype = TN_DTYPE_BF16, .strides = {C, 1}};
+    in[1] = (tn_graph_operand){.dtype = TN_DTYPE_F32, .strides = {0, 1}};
+    in[2] = (tn_graph_operand){.dtype = TN_DTYPE_BOOL, .strides = {C, 1}};
+    tn_graph_node n[10] = {
+        {TN_GRAPH_INPUT, {0}, 0, 0},         /* 0: a */
+        {TN_GRAPH_INPUT, {1}, 0, 0},         /* 1: b */
+        {TN_GRAPH_SILU, {0}, 0, 0},          /* 2 */
+        {TN_GRAPH_MUL, {2, 1}, 0, 0},        /* 3 */
+        {TN_GRAPH_CONST, {0}, 1.5, 0},       /* 4 */
+        {TN_GRAPH_ADD, {3, 4}, 0, 0},        /* 5: out0 */
+        {TN_GRAPH_NEG, {0}, 0, 0},           /* 6 */
+        {TN_GRAPH_EXP, {6}, 0, 0},           /* 7 */
+        {TN_GRAPH_INPUT, {2}, 0, 0},         /* 8: mask */
+        {TN_GRAPH_WHERE, {8, 7, 4}, 0, 0},   /* 9: out1 (1.5 where not masked) */
+    };
+    memcpy(nodes, n, sizeof n);
+    out[0] = (tn_graph_operand){.dtype = TN_DTYPE_F32, .strides = {C, 1}, .node = 5};
+    out[1] = (tn_graph_operand){.dtype = TN_DTYPE_BF16, .strides = {1, R}, .node = 9};
+    *g = (tn_graph){.ndim = 2, .sizes = {R, C}, .ninputs = 3, .nnodes = 10, .noutputs = 2,
+                    .inputs = in, .nodes = nodes, .outputs = out};
+}
+
+void test_graph_fused_region(void) {
+    char dir[] = "/tmp/tn_graph_test_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    tn_graph g;
+    tn_graph_operand in[3], out[2];
+    tn_graph_node nodes[10];
+    region(&g, in, nodes, out);
+    uint16_t a[R * C], o1[R * C];
+    float b[C], o0[R * C];
+    uint8_t mask[R * C];
+    for (int i = 0; i < R * C; i++) {
+        a[i] = tn_f32_to_bf16((float)(i % 17) * 0.25f - 2.0f);
+        mask[i] = (uint8_t)(i % 3 != 0);
+    }
+    for (int j = 0; j < C; j++) b[j] = (float)j * 0.1f - 3.0f;
+    tn_fused_kernel *k = NULL;
+    int hit = -1;
+    CHECK_OK(tn_graph_compile(&g, dir, NULL, &k, &hit));
+    CHECK(k != NULL && hit == 0 && tn_fused_kernel_operands(k) == 5);
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    void *ptr[5] = {a, b, mask, o0, o1};
+    if (k) CHECK_OK(tn_fused_launch(s, k, ptr));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            float x = tn_bf16_to_f32(a[r * C + c]);
+            float want0 = x / (1.0f + expf(-x)) * b[c] + 1.5f;
+            float want1 = mask[r * C + c] ? expf(-x) : 1.5f;
+            CHECK(fabsf(o0[r * C + c] - want0) <= 1e-5f * (1.0f + fabsf(want0)));
+            CHECK(o1[c * R + r] == tn_f32_to_bf16(want1));
+        }
+    /* the same region again: found in the cache, same key */
+    tn_fused_kernel *k2 = NULL;
+    CHECK_OK(tn_graph_compile(&g, dir, NULL, &k2, &hit));
+    CHECK(hit == 1 && k && k2 && strcmp(tn_fused_kernel_key(k), tn_fused_kernel_key(k2)) == 0);
+    tn_fused_kernel_release(k);
+    tn_fused_kernel_release(k2);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+void test_graph_rejects_bad_regions(void) {
+    tn_graph g;
+    tn_graph_operand in[3], out[2];
+    tn_graph_node nodes[10];
+    region(&g, in, nodes, out);
+    char *src = NULL;
+    nodes[3].arg[1] = 7; /* reads a later node */
+    CHECK(tn_graph_codegen(&g, &src) == TN_STATUS_INVALID_ARGUMENT && src == NULL);
+    CHECK(strstr(tn_last_error(), "node 3 reads node 7") != NULL);
+    region(&g, in, nodes, out);
+    in[1].dtype = TN_DTYPE_I64;
+    CHECK(tn_graph_codegen(&g, &src) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(tn_last_error(), "input 1 has dtype") != NULL);
+    region(&g, in, nodes, out);
+    CHECK_OK(tn_graph_codegen(&g, &src));
+    CHECK(src && strstr(src, "void tn_fused(") != NULL);
+    free(src);
+    tn_fused_kernel *k = NULL;
+    int hit;
+    setenv("CC", "false", 1); /* a compiler that fails: the error says so */
+    char dir[] = "/tmp/tn_graph_bad_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    nodes[4].value = 2.25; /* a new key, so nothing is cached */
+    CHECK(tn_graph_compile(&g, dir, NULL, &k, &hit) == TN_STATUS_INTERNAL && k == NULL);
+    CHECK(strstr(tn_last_error(), "the C compiler (false) failed") != NULL);
+    unsetenv("CC");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
