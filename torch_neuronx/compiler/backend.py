@@ -1,23 +1,49 @@
 """The `neuron` Dynamo backend (see the package docstring) and its counters."""
+import contextlib
+import os
 import threading
+import time
 
 import torch
 
 _lock = threading.Lock()
-_metrics = {"graphs": 0, "graph_nodes": 0}
+_COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "kernel_builds",
+             "kernel_cache_hits", "fallbacks", "compile_seconds")
+_metrics = dict.fromkeys(_COUNTERS, 0)
 
 
 def get_dynamo_metrics():
-    """{counter: value}: graphs the backend received (each new shape or guard failure brings
-    one) and their total number of FX nodes."""
+    """{counter: value}:
+    - graphs / graph_nodes: graphs Dynamo handed the backend (each new shape or guard failure
+      brings one) and their FX nodes;
+    - compilations: forward and backward graphs compiled (AOTAutograd splits a graph that
+      needs gradients into both);
+    - fused_regions: pointwise regions turned into generated kernels; kernel_builds and
+      kernel_cache_hits: how many of those the C compiler built, or were found on disk;
+    - fallbacks: graphs whose compilation failed and that run on the eager kernels instead
+      (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0);
+    - compile_seconds: time spent compiling;
+    - graph_breaks and recompiles: Dynamo's own counts for this process."""
     with _lock:
-        return dict(_metrics)
+        out = dict(_metrics)
+    from torch._dynamo.utils import counters
+    out["graph_breaks"] = sum(counters["graph_break"].values())
+    out["recompiles"] = sum(v for k, v in counters["recompiles"].items()) if "recompiles" in counters else 0
+    return out
 
 
 def reset_dynamo_metrics():
     with _lock:
         for key in _metrics:
             _metrics[key] = 0
+    from torch._dynamo.utils import counters
+    counters["graph_break"].clear()
+    counters["recompiles"].clear()
+
+
+def _count(key, n=1):
+    with _lock:
+        _metrics[key] += n
 
 
 def _symbolic(value):
@@ -28,14 +54,90 @@ def _symbolic(value):
     return False
 
 
+def cache_dir():
+    """Where generated kernels are kept: TORCH_NEURONX_NEFF_CACHE_DIR, else `neff` under the
+    user's cache (TORCH_NEURONX_CACHE_DIR, ~/.cache/torch_neuronx)."""
+    explicit = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+    if explicit:
+        return explicit
+    from ..models.smollm2 import cache_dir as user_cache
+    return os.path.join(str(user_cache()), "neff")
+
+
+def _debug_dir():
+    if os.environ.get("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", "0") != "1":
+        return None
+    return os.environ.get("TORCH_NEURONX_DEBUG_DIR") or os.path.join(cache_dir(), "debug")
+
+
+def _fallback_allowed():
+    return os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1") == "0"
+
+
+_graph_ids = iter(range(1 << 62))
+
+
+def _compile_graph(gm, example_inputs, kind):
+    """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
+    from .fusion import fuse
+
+    start = time.perf_counter()
+    debug = _debug_dir()
+    name = f"graph{next(_graph_ids)}_{kind}"
+    if debug:
+        os.makedirs(debug, exist_ok=True)
+        with open(os.path.join(debug, name + ".fx.txt"), "w") as f:
+            f.write(gm.print_readable(print_output=False))
+    stats = dict(fused_regions=0, kernel_builds=0, kernel_cache_hits=0)
+    try:
+        fuse(gm, cache_dir(), debug, stats)
+    except Exception as e:  # noqa: BLE001 - reported or turned into eager execution below
+        if not _fallback_allowed():
+            raise RuntimeError(
+                f"torch.compile(backend='neuron') could not compile the {kind} graph {name}: {e}\n"
+                "Set TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such graphs on the eager "
+                "kernels instead.") from e
+        _count("fallbacks")
+        gm.recompile()
+    else:
+        for key, n in stats.items():
+            _count(key, n)
+        if debug:
+            with open(os.path.join(debug, name + ".fused.txt"), "w") as f:
+                f.write(gm.print_readable(print_output=False))
+    _count("compilations")
+    _count("compile_seconds", time.perf_counter() - start)
+    return gm
+
+
+def _boxed(kind):
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    def compiler(gm, example_inputs):
+        return make_boxed_func(_compile_graph(gm, example_inputs, kind).forward)
+    return compiler
+
+
+def _decompositions():
+    from torch._decomp import get_decompositions
+    aten = torch.ops.aten
+    # Pointwise backward formulas as pointwise ops, so they fuse with their neighbours.
+    return get_decompositions([aten.silu_backward, aten.sigmoid_backward, aten.tanh_backward,
+                               aten.rsub])
+
+
 def neuron_backend(gm, example_inputs, **options):
-    """Dynamo backend: returns the callable that runs the captured graph on the device."""
+    """Dynamo backend: AOTAutograd's forward (and backward) ATen graphs, with their pointwise
+    chains fused into kernels the C graph compiler generates."""
     if any(_symbolic(x) for x in example_inputs):
         raise RuntimeError(
             "torch.compile(backend='neuron') compiles static shapes only, as the device does: this "
             "graph has symbolic (dynamic) shapes. Pass dynamic=False to torch.compile (or "
             "CompileConfig(dynamic=False) to generate); each new input shape then compiles once.")
-    with _lock:
-        _metrics["graphs"] += 1
-        _metrics["graph_nodes"] += len(gm.graph.nodes)
-    return gm.forward
+    _count("graphs")
+    _count("graph_nodes", len(gm.graph.nodes))
+    from torch._dynamo.backends.common import aot_autograd
+
+    backend = aot_autograd(fw_compiler=_boxed("forward"), bw_compiler=_boxed("backward"),
+                           decompositions=_decompositions())
+    return backend(gm, example_inputs)

@@ -13,6 +13,8 @@
 #include "runtime/Generator.h"
 
 namespace torch_neuronx {
+void register_compiler(py::module& m);  // compiler/FusedKernels.cpp
+
 namespace {
 
 py::dict device_properties(int device) {
@@ -69,6 +71,7 @@ PyObject* default_generator_object(int device) {
 } // namespace torch_neuronx
 
 PYBIND11_MODULE(_C, m) {
+  torch_neuronx::register_compiler(m);
   using namespace torch_neuronx;
   m.doc() = "TorchNeuron runtime bindings";
   m.def("_init", [] { check(tn_runtime_init(nullptr)); });

@@ -83,7 +83,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Ten
   TORCH_CHECK(!return_debug_mask, "neuron's fused attention returns no debug mask");
   track_native("aten::_scaled_dot_product_fused_attention_overrideable");
   int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2);
-  Tensor out = at::empty({B, H, L, v.size(3)}, q.options());
+  // laid out (B, L, H, E) as PyTorch's meta function says, so that the usual
+  // out.transpose(1, 2).view(B, L, H * E) of a compiled graph needs no copy
+  Tensor out = at::empty({B, L, H, v.size(3)}, q.options()).transpose(1, 2);
   Tensor lse = at::empty({B, H, L}, q.options().dtype(at::kFloat));
   Tensor bias = bias_view(attn_bias, q, k);
   tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale));

@@ -1,0 +1,159 @@
+"""torch.compile(backend="neuron"): compiled against eager on the CPU, forward and backward;
+fused regions built by the C compiler and found again by a second process; recompiles on new
+shapes; the failure and fallback paths; the debug artifacts."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch_neuronx
+from torch_neuronx.compiler import get_dynamo_metrics, reset_dynamo_metrics
+
+TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(autouse=True)
+def fresh(tmp_path, monkeypatch):
+    """Each test compiles afresh into its own kernel cache."""
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path / "neff"))
+    torch._dynamo.reset()
+    reset_dynamo_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(32, 64)
+        self.down = torch.nn.Linear(64, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        h = self.up(self.norm(x))
+        h = torch.nn.functional.silu(h) * torch.sigmoid(h) + 0.5 * h
+        return x + torch.tanh(self.down(h)) * 2.0
+
+
+def pair(module_cls, dtype=torch.float32):
+    torch.manual_seed(0)
+    cpu = module_cls().to(dtype)
+    dev = module_cls().to(dtype).to("neuron")
+    dev.load_state_dict(cpu.state_dict())
+    return cpu, dev
+
+
+def test_block_forward_backward_match_cpu():
+    cpu, dev = pair(Block)
+    x = torch.randn(8, 32)
+    compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+    xd = x.to("neuron").requires_grad_(True)
+    out = compiled(xd)
+    xc = x.clone().requires_grad_(True)
+    ref = cpu(xc)
+    torch.testing.assert_close(out.cpu(), ref, **TOL)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, **TOL)
+    for p, q in zip(dev.parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, **TOL)
+    m = get_dynamo_metrics()
+    assert m["graphs"] == 1 and m["compilations"] == 2 and m["fallbacks"] == 0, m
+    assert m["fused_regions"] >= 3 and m["kernel_builds"] >= 1, m
+
+
+def test_bf16_pointwise_chain():
+    def f(x, y):
+        return (torch.nn.functional.gelu(x * y, approximate="tanh") - y).exp().to(torch.float32)
+
+    x, y = torch.randn(4, 33).bfloat16(), torch.randn(33).bfloat16()
+    got = torch.compile(f, backend="neuron", dynamic=False)(x.to("neuron"), y.to("neuron"))
+    # one kernel keeps float32 intermediates; eager rounds each step to bf16
+    torch.testing.assert_close(got.cpu(), f(x.float(), y.float()), rtol=2e-2, atol=2e-2)
+    assert get_dynamo_metrics()["fused_regions"] == 1
+
+
+def test_tiny_llama_forward_and_training_step():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
+    torch.manual_seed(0)
+    cpu = transformers.LlamaForCausalLM(cfg)
+    dev = transformers.LlamaForCausalLM(cfg).to("neuron")
+    dev.load_state_dict(cpu.state_dict())
+    ids = torch.randint(0, 100, (2, 12))
+    compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+    loss = compiled(ids.to("neuron"), labels=ids.to("neuron")).loss
+    ref = cpu(ids, labels=ids).loss
+    torch.testing.assert_close(loss.cpu(), ref, **TOL)
+    loss.backward()
+    ref.backward()
+    for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-3, atol=1e-4, msg=name)
+    m = get_dynamo_metrics()
+    assert m["fallbacks"] == 0 and m["fused_regions"] > 10, m
+
+
+def test_new_shape_recompiles_same_shape_does_not():
+    f = torch.compile(lambda x: torch.sigmoid(x) * x + 1, backend="neuron", dynamic=False)
+    a, b = torch.randn(5, 7), torch.randn(3, 9)
+    for x in (a, a, b, b):
+        torch.testing.assert_close(f(x.to("neuron")).cpu(), torch.sigmoid(x) * x + 1, **TOL)
+    assert get_dynamo_metrics()["graphs"] == 2
+
+
+def test_dynamic_shapes_refused():
+    f = torch.compile(lambda x: x * 2 + 1, backend="neuron", dynamic=True)
+    with pytest.raises(Exception, match="static shapes only"):
+        f(torch.randn(4, device="neuron"))
+
+
+SCRIPT = """
+import torch, torch_neuronx
+from torch_neuronx.compiler import get_dynamo_metrics
+f = torch.compile(lambda x, y: torch.tanh(x * y + 3.0) - y, backend="neuron", dynamic=False)
+x, y = torch.randn(16, 40), torch.randn(40)
+torch.testing.assert_close(f(x.to("neuron"), y.to("neuron")).cpu(), torch.tanh(x * y + 3.0) - y)
+m = get_dynamo_metrics()
+print(m["kernel_builds"], m["kernel_cache_hits"])
+"""
+
+
+def test_second_process_finds_the_kernels(tmp_path):
+    env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path / "shared"))
+    runs = [subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    first, second = (tuple(int(v) for v in r.stdout.split()[-2:]) for r in runs)
+    assert first == (1, 0) and second == (0, 1), (first, second)
+    assert any(name.endswith(".so") for name in os.listdir(tmp_path / "shared"))
+
+
+def test_compiler_failure_raises_or_falls_back(monkeypatch):
+    monkeypatch.setenv("CC", "false")  # a C compiler that always fails
+
+    def f(x):
+        return torch.exp(x) * 3.0 - x
+
+    x = torch.randn(6, 5)
+    with pytest.raises(Exception, match="could not compile the forward graph.*C compiler \\(false\\) failed"):
+        torch.compile(f, backend="neuron", dynamic=False)(x.to("neuron"))
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    got = torch.compile(f, backend="neuron", dynamic=False)(x.to("neuron"))
+    torch.testing.assert_close(got.cpu(), f(x), **TOL)
+    assert get_dynamo_metrics()["fallbacks"] == 1
+
+
+def test_debug_dir_keeps_graphs_and_sources(tmp_path, monkeypatch):
+    debug = tmp_path / "debug"
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(debug))
+    monkeypatch.setenv("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", "1")
+    f = torch.compile(lambda x: torch.relu(x) * 2 - 1, backend="neuron", dynamic=False)
+    f(torch.randn(3, 3, device="neuron"))
+    names = os.listdir(debug)
+    assert any(n.endswith(".fx.txt") for n in names) and any(n.endswith(".fused.txt") for n in names)
+    sources = [n for n in names if n.endswith(".c")]
+    assert sources and "void tn_fused(" in (debug / sources[0]).read_text()

@@ -1,0 +1,244 @@
+"""Fusing pointwise chains of an ATen FX graph into kernels built by the C graph compiler.
+
+Regions are formed in one pass over the nodes in order: a pointwise node (an op of LOWERING on
+float32/bfloat16/float16 tensors) joins the open region when its result has the region's
+shape, else it opens a new one; a node outside the region that reads one of its values closes
+it. Nodes that do not read the region may sit between its members, so every input of a
+member comes before the region's last member and every outside reader after it: the kernel
+launch goes right after the last member. Values the rest of the graph reads become the
+region's outputs. Every other node (matrix products, attention, reductions,
+views, copies) stays an ATen call on neuron's native kernels. A region of a single op is left
+as that op: the eager kernel is the same loop.
+"""
+import operator
+import os
+
+import torch
+from torch.fx import GraphModule, Node
+
+from .. import _C
+
+aten = torch.ops.aten
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _unary(name):
+    return lambda args, kwargs: (name, [args[0]])
+
+
+def _binary(name, swap=False):
+    def lower(args, kwargs):
+        a, b = args[0], args[1]
+        alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+        if alpha != 1:
+            if isinstance(b, Node):
+                return None  # b * alpha needs its own node: left to the eager kernel
+            b = b * alpha
+        return (name, [b, a] if swap else [a, b])
+    return lower
+
+
+def _pow(args, kwargs):
+    return ("pow", [args[0], args[1]]) if isinstance(args[0], Node) else None
+
+
+def _gelu(args, kwargs):
+    approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
+    return ("gelu_tanh" if approximate == "tanh" else "gelu", [args[0]])
+
+
+def _where(args, kwargs):
+    return ("where", [args[0], args[1], args[2]])
+
+
+def _cast(args, kwargs):
+    dtype = kwargs.get("dtype")
+    if dtype is None or dtype == torch.float32 or kwargs.get("memory_format") not in (None, torch.preserve_format):
+        return ("identity", [args[0]]) if dtype in (None, torch.float32) else None
+    if dtype in (torch.bfloat16, torch.float16):
+        return ("round", [args[0]], dtype)
+    return None
+
+
+# aten op -> lowering(args, kwargs) -> (region op, operands[, dtype]) or None (not fused)
+LOWERING = {
+    aten.neg.default: _unary("neg"), aten.abs.default: _unary("abs"), aten.exp.default: _unary("exp"),
+    aten.log.default: _unary("log"), aten.sqrt.default: _unary("sqrt"), aten.rsqrt.default: _unary("rsqrt"),
+    aten.reciprocal.default: _unary("reciprocal"), aten.sigmoid.default: _unary("sigmoid"),
+    aten.silu.default: _unary("silu"), aten.tanh.default: _unary("tanh"), aten.relu.default: _unary("relu"),
+    aten.sin.default: _unary("sin"), aten.cos.default: _unary("cos"), aten.gelu.default: _gelu,
+    aten.add.Tensor: _binary("add"), aten.add.Scalar: _binary("add"),
+    aten.sub.Tensor: _binary("sub"), aten.sub.Scalar: _binary("sub"),
+    aten.rsub.Scalar: _binary("sub", swap=True), aten.rsub.Tensor: _binary("sub", swap=True),
+    aten.mul.Tensor: _binary("mul"), aten.mul.Scalar: _binary("mul"),
+    aten.div.Tensor: _binary("div"), aten.div.Scalar: _binary("div"),
+    aten.maximum.default: _binary("max"), aten.minimum.default: _binary("min"),
+    aten.pow.Tensor_Scalar: _pow, aten.pow.Tensor_Tensor: _pow,
+    aten.where.self: _where, aten._to_copy.default: _cast,
+}
+
+
+def _val(node):
+    return node.meta.get("val") if isinstance(node, Node) else None
+
+
+def _lower(node):
+    """(op, operands[, dtype]) when `node` can join a region, else None."""
+    if node.op != "call_function" or node.target not in LOWERING:
+        return None
+    out = _val(node)
+    if not isinstance(out, torch.Tensor) or out.dtype not in FLOATS or out.numel() == 0 or out.dim() == 0:
+        return None
+    if out.device.type != "neuron":
+        return None
+    lowered = LOWERING[node.target](node.args, node.kwargs)
+    if lowered is None:
+        return None
+    for x in lowered[1]:
+        v = _val(x)
+        if isinstance(x, Node) and not (isinstance(v, torch.Tensor) and v.device == out.device and
+                                        (v.dtype in FLOATS or (v.dtype == torch.bool and lowered[0] == "where"))
+                                        and _broadcasts(v.shape, out.shape)):
+            return None
+        if not isinstance(x, (Node, int, float, bool)):
+            return None
+    return lowered
+
+
+def _broadcasts(shape, to):
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(to)))
+
+
+def _region_strides(val, shape):
+    """The strides of `val` seen over `shape` (0 along broadcast dimensions)."""
+    pad = len(shape) - val.dim()
+    strides = []
+    for d in range(len(shape)):
+        k = d - pad
+        strides.append(0 if k < 0 or val.shape[k] == 1 and shape[d] != 1 else val.stride()[k])
+    return strides
+
+
+class Region:
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.members = []       # FX nodes, in order
+        self.lowered = {}       # member -> (op, operands[, dtype])
+
+    def reads(self, node):
+        return any(isinstance(a, Node) and a in self.lowered for a in node.all_input_nodes)
+
+
+def find_regions(graph):
+    regions, open_ = [], None
+    for node in graph.nodes:
+        lowered = _lower(node)
+        if lowered is not None:
+            shape = tuple(_val(node).shape)
+            if open_ is None or open_.shape != shape:
+                if open_ is not None:
+                    regions.append(open_)
+                open_ = Region(shape)
+            open_.members.append(node)
+            open_.lowered[node] = lowered
+            continue
+        if open_ is not None and (open_.reads(node) or node.op == "output"):
+            regions.append(open_)
+            open_ = None
+    if open_ is not None:
+        regions.append(open_)
+    return regions
+
+
+def _build(region, cache_dir, debug_dir):
+    """The kernel of a region, its input nodes and its output nodes."""
+    shape = list(region.shape) or [1]
+    inputs, input_index, nodes, node_index = [], {}, [], {}
+    ops = _C.graph_ops
+
+    def operand(x):
+        if isinstance(x, Node):
+            if x in node_index:
+                return node_index[x]
+            if x not in input_index:
+                v = _val(x)
+                input_index[x] = len(inputs)
+                inputs.append(x)
+                nodes.append((ops["input"], [input_index[x]], 0.0, None))
+                node_index[x] = len(nodes) - 1
+            return node_index[x]
+        nodes.append((ops["const"], [], float(x), None))
+        return len(nodes) - 1
+
+    for member in region.members:
+        # lowered again: an earlier region's rewrite may have replaced the member's arguments
+        op, args, *dtype = _lower(member)
+        refs = [operand(a) for a in args]
+        if op == "identity":
+            node_index[member] = refs[0]
+            continue
+        nodes.append((ops[op], refs, 0.0, dtype[0] if dtype else None))
+        node_index[member] = len(nodes) - 1
+    members = set(region.members)
+    outputs = [m for m in region.members if any(u not in members for u in m.users)]
+
+    def spec(node, strides_over):
+        v = _val(node)
+        return (v.dtype, list(v.shape), list(v.stride()), strides_over)
+
+    in_specs = [spec(x, _region_strides(_val(x), region.shape)) for x in inputs]
+    out_specs = []
+    for m in outputs:  # laid out as traced: later views rely on the strides
+        v = _val(m)
+        out_specs.append((v.dtype, list(v.shape), list(v.stride()), list(v.stride()), node_index[m]))
+    kernel = _C.FusedKernel(shape, in_specs, nodes, out_specs, cache_dir, debug_dir or "")
+    return kernel, inputs, outputs, in_specs, out_specs
+
+
+def _launcher(kernel, in_specs, out_specs, device):
+    """The graph's call of a region: allocates the outputs and launches the kernel; an input
+    laid out otherwise than traced is copied first."""
+    strides = [tuple(stride) for _, _, stride, _ in in_specs]
+    outs_spec = [(tuple(size), tuple(stride), dtype) for dtype, size, stride, _, _ in out_specs]
+
+    def run(*inputs):
+        inputs = list(inputs)
+        for i, want in enumerate(strides):
+            if inputs[i].stride() != want and inputs[i].numel() > 1:
+                dtype, size = in_specs[i][0], in_specs[i][1]
+                inputs[i] = torch.empty_strided(size, want, dtype=dtype, device=device).copy_(inputs[i])
+        outs = [torch.empty_strided(size, stride, dtype=dtype, device=device)
+                for size, stride, dtype in outs_spec]
+        kernel.launch(inputs, outs)
+        return outs
+
+    run.__name__ = run.__qualname__ = f"fused_{kernel.key}"
+    run.kernel = kernel
+    return run
+
+
+def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
+    """Rewrites gm in place: every region of two or more ops becomes one kernel launch."""
+    graph = gm.graph
+    for region in find_regions(graph):
+        members = set(region.members)
+        if len(region.members) < 2 or not any(u not in members for m in region.members for u in m.users):
+            continue
+        kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir)
+        stats["fused_regions"] += 1
+        stats["kernel_cache_hits" if kernel.cache_hit else "kernel_builds"] += 1
+        device = _val(outputs[0]).device
+        with graph.inserting_after(region.members[-1]):
+            call = graph.call_function(_launcher(kernel, in_specs, out_specs, device), tuple(inputs))
+        with graph.inserting_after(call):
+            items = [graph.call_function(operator.getitem, (call, i)) for i in range(len(outputs))]
+        for m, item in zip(outputs, items):
+            item.meta["val"] = m.meta.get("val")
+            m.replace_all_uses_with(item, delete_user_cb=lambda user: user is not call and user not in members)
+        for m in reversed(region.members):
+            graph.erase_node(m)
+    graph.lint()
+    gm.recompile()
+    return gm
