@@ -157,3 +157,32 @@ def test_debug_dir_keeps_graphs_and_sources(tmp_path, monkeypatch):
     assert any(n.endswith(".fx.txt") for n in names) and any(n.endswith(".fused.txt") for n in names)
     sources = [n for n in names if n.endswith(".c")]
     assert sources and "void tn_fused(" in (debug / sources[0]).read_text()
+
+
+def test_static_cache_decode_steps_match_cpu():
+    """The decode step transformers compiles for a static cache: the cache is written in
+    place (not copied whole every step) and the logits follow the CPU's step after step."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
+    torch.manual_seed(0)
+    cpu = transformers.LlamaForCausalLM(cfg).eval()
+    dev = transformers.LlamaForCausalLM(cfg).to("neuron").eval()
+    dev.load_state_dict(cpu.state_dict())
+    caches = {m: transformers.StaticCache(config=cfg, max_cache_len=24) for m in (cpu, dev)}
+
+    def step(model, tok, pos):
+        return model(tok, past_key_values=caches[model], cache_position=pos, use_cache=True).logits
+
+    compiled = torch.compile(step, backend="neuron", fullgraph=True, dynamic=False)
+    prompt = torch.randint(0, 100, (1, 5))
+    with torch.inference_mode():
+        ref = step(cpu, prompt, torch.arange(5))
+        got = step(dev, prompt.to("neuron"), torch.arange(5, device="neuron"))
+        for pos in range(5, 9):
+            tok = ref[:, -1:].argmax(-1)
+            ref = step(cpu, tok, torch.tensor([pos]))
+            got = compiled(dev, tok.to("neuron"), torch.tensor([pos], device="neuron"))
+            torch.testing.assert_close(got.cpu(), ref, **TOL)
+    m = get_dynamo_metrics()
+    assert m["inplace_updates"] == 2 * cfg.num_hidden_layers and m["fallbacks"] == 0, m

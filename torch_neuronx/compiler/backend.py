@@ -8,7 +8,7 @@ import torch
 
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "kernel_builds",
-             "kernel_cache_hits", "fallbacks", "compile_seconds")
+             "kernel_cache_hits", "inplace_updates", "fallbacks", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -20,6 +20,8 @@ def get_dynamo_metrics():
       needs gradients into both);
     - fused_regions: pointwise regions turned into generated kernels; kernel_builds and
       kernel_cache_hits: how many of those the C compiler built, or were found on disk;
+    - inplace_updates: updates of a graph input (a static cache) made in place rather than
+      by copying the whole input;
     - fallbacks: graphs whose compilation failed and that run on the eager kernels instead
       (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0);
     - compile_seconds: time spent compiling;
@@ -79,7 +81,7 @@ _graph_ids = iter(range(1 << 62))
 
 def _compile_graph(gm, example_inputs, kind):
     """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
-    from .fusion import fuse
+    from .fusion import fuse, reinplace_input_updates
 
     start = time.perf_counter()
     debug = _debug_dir()
@@ -88,8 +90,9 @@ def _compile_graph(gm, example_inputs, kind):
         os.makedirs(debug, exist_ok=True)
         with open(os.path.join(debug, name + ".fx.txt"), "w") as f:
             f.write(gm.print_readable(print_output=False))
-    stats = dict(fused_regions=0, kernel_builds=0, kernel_cache_hits=0)
+    stats = dict(fused_regions=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0)
     try:
+        stats["inplace_updates"] = reinplace_input_updates(gm)
         fuse(gm, cache_dir(), debug, stats)
     except Exception as e:  # noqa: BLE001 - reported or turned into eager execution below
         if not _fallback_allowed():
@@ -138,6 +141,8 @@ def neuron_backend(gm, example_inputs, **options):
     _count("graph_nodes", len(gm.graph.nodes))
     from torch._dynamo.backends.common import aot_autograd
 
+    # keep_inference_input_mutations: an input the graph updates (a static KV cache) is
+    # written by a copy_ inside the graph, where reinplace_input_updates can see it
     backend = aot_autograd(fw_compiler=_boxed("forward"), bw_compiler=_boxed("backward"),
-                           decompositions=_decompositions())
+                           decompositions=_decompositions(), keep_inference_input_mutations=True)
     return backend(gm, example_inputs)

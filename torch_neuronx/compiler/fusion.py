@@ -242,3 +242,42 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
     graph.lint()
     gm.recompile()
     return gm
+
+
+_INPLACE = {aten.index_copy.default: aten.index_copy_.default,
+            aten.index_put.default: aten.index_put_.default,
+            aten.slice_scatter.default: None}
+
+
+def reinplace_input_updates(gm: GraphModule):
+    """`x2 = index_copy(x, ...)` followed by `copy_(x, x2)`, x a graph input (a static cache
+    written at one position): the update happens in x itself, as eager code does, instead of
+    copying the whole buffer twice. Sound when nothing reads the old x after the update."""
+    graph = gm.graph
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    changed = 0
+    for node in list(graph.nodes):
+        inplace = _INPLACE.get(node.target) if node.op == "call_function" else None
+        if inplace is None:
+            continue
+        x = node.args[0]
+        if not isinstance(x, Node) or x.op != "placeholder":
+            continue
+        copies = [u for u in x.users if u.op == "call_function" and u.target == aten.copy_.default
+                  and u.args[0] is x and u.args[1] is node]
+        others = [u for u in x.users if u is not node and u not in copies]
+        if len(copies) != 1 or any(order[u] > order[node] for u in others):
+            continue
+        with graph.inserting_before(node):
+            new = graph.call_function(inplace, node.args, node.kwargs)
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        copy = copies[0]
+        copy.replace_all_uses_with(x)
+        graph.erase_node(copy)
+        graph.erase_node(node)
+        changed += 1
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return changed

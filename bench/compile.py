@@ -1,0 +1,126 @@
+"""torch.compile: a decode step and a training step, neuron compiled vs neuron eager vs CPU
+eager vs CPU inductor, in one run, with compile times.
+
+    python bench/compile.py [--models tiny-llama,smollm2] [--dtype float32] [--steps 32]
+
+Decode step: one token through the model with a StaticCache of 160 positions after a
+32-token prompt (the shape transformers compiles for generate() with a static cache), timed
+over --steps tokens, best of 3. Training step (tiny Llama only): forward, loss and backward
+on a batch of 4 x 64 tokens, best of 3. "compile s" is the first call's time minus an eager
+call's: Dynamo, AOTAutograd and the backend (for neuron: fusion and C builds, or loading
+them from the kernel cache, TORCH_NEURONX_NEFF_CACHE_DIR).
+"""
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch
+from transformers import StaticCache
+from transformers.utils import logging as hf_logging
+
+sys.path.insert(0, os.path.dirname(__file__))
+from llm import MODELS, tiny_llama  # noqa: E402
+
+import torch_neuronx  # noqa: E402,F401
+
+PROMPT, CACHE_LEN = 32, 160
+
+
+def sync(device):
+    if device == "neuron":
+        torch.neuron.synchronize()
+
+
+def timed(fn, device):
+    sync(device)
+    t = time.perf_counter()
+    out = fn()
+    sync(device)
+    return time.perf_counter() - t, out
+
+
+@torch.inference_mode()
+def decode(model, device, backend, steps):
+    """(seconds per token, compile seconds)."""
+    model = model.to(device)
+    cache = StaticCache(config=model.config, max_cache_len=CACHE_LEN)
+    ids = torch.randint(0, 1000, (1, PROMPT), generator=torch.Generator().manual_seed(0)).to(device)
+    out = model(ids, past_key_values=cache, cache_position=torch.arange(PROMPT, device=device), use_cache=True)
+    tok = out.logits[:, -1:].argmax(-1)
+
+    def step(tok, pos):
+        return model(tok, past_key_values=cache, cache_position=pos, use_cache=True).logits
+
+    fn = step if backend is None else torch.compile(step, backend=backend, dynamic=False)
+    pos = PROMPT
+    eager_t, _ = timed(lambda: step(tok, torch.tensor([pos], device=device)), device)
+    pos += 1
+    first_t, logits = timed(lambda: fn(tok, torch.tensor([pos], device=device)), device)
+    pos += 1
+    best_t = float("inf")
+    for _ in range(3):
+        start_pos = pos
+        sync(device)
+        t = time.perf_counter()
+        for i in range(steps):
+            logits = fn(tok, torch.tensor([start_pos + i % (CACHE_LEN - start_pos - 1)], device=device))
+            tok = logits[:, -1:].argmax(-1)
+        sync(device)
+        best_t = min(best_t, (time.perf_counter() - t) / steps)
+    return best_t, max(0.0, first_t - eager_t) if backend else 0.0
+
+
+def train(model, device, backend):
+    model = model.to(device).train()
+    ids = torch.randint(0, 1000, (4, 64), generator=torch.Generator().manual_seed(0)).to(device)
+    fn = model if backend is None else torch.compile(model, backend=backend, dynamic=False)
+
+    def step(m):
+        model.zero_grad(set_to_none=True)
+        m(ids, labels=ids).loss.backward()
+
+    eager_t, _ = timed(lambda: step(model), device)
+    first_t, _ = timed(lambda: step(fn), device)
+    best_t = min(timed(lambda: step(fn), device)[0] for _ in range(3))
+    return best_t, max(0.0, first_t - eager_t) if backend else 0.0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--models", default="tiny-llama,smollm2")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--steps", type=int, default=32)
+    args = p.parse_args()
+    hf_logging.set_verbosity_error()
+    dtype = getattr(torch, args.dtype)
+    from torch_neuronx import _C
+    print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__} with {torch.get_num_threads()} "
+          f"threads; neuron kernels: {_C._isa()}; dtype {args.dtype}")
+    configs = [("neuron compiled", "neuron", "neuron"), ("neuron eager", "neuron", None),
+               ("cpu eager", "cpu", None), ("cpu inductor", "cpu", "inductor")]
+    print(f"{'model':>10} {'step':>7} {'config':>16} {'ms/step':>9} {'vs neuron eager':>16} {'compile s':>10}")
+    for name in args.models.split(","):
+        rows = []
+        for label, device, backend in configs:
+            torch._dynamo.reset()
+            model = MODELS[name](dtype)
+            rows.append((label, *decode(model, device, backend, args.steps)))
+            del model
+        base = rows[1][1]
+        for label, t, c in rows:
+            print(f"{name:>10} {'decode':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f}")
+        if name != "tiny-llama":
+            continue
+        rows = []
+        for label, device, backend in configs:
+            torch._dynamo.reset()
+            rows.append((label, *train(tiny_llama(dtype), device, backend)))
+        base = rows[1][1]
+        for label, t, c in rows:
+            print(f"{name:>10} {'train':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f}")
+
+
+if __name__ == "__main__":
+    main()
