@@ -63,6 +63,19 @@ def test_cross_entropy_and_nll(reduction, weighted):
     torch.testing.assert_close(grads[1][1], grads[0][1])
 
 
+def test_cross_entropy_every_target_ignored():
+    """0 / 0 total weight: the loss is NaN and the gradient zero, as on the CPU."""
+    logits, target = torch.randn(3, 7), torch.full((3,), -100)
+    out = []
+    for dev in ("cpu", "neuron"):
+        x = logits.to(dev).requires_grad_()
+        loss = torch.nn.functional.cross_entropy(x, target.to(dev))
+        loss.backward()
+        out.append((loss.detach().cpu(), x.grad.cpu()))
+    torch.testing.assert_close(out[1][0], out[0][0], equal_nan=True)
+    torch.testing.assert_close(out[1][1], out[0][1])
+
+
 def test_adamw_with_clipping_matches_cpu():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32),

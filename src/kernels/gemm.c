@@ -39,6 +39,15 @@ static void pack_a(float *ap, const tn_matrix *a, const char *base, int64_t i0, 
                    int64_t p0, int64_t kc, int32_t mr, float alpha) {
     for (int64_t panel = 0; panel * mr < mc; panel++) {
         float *dst = ap + panel * kc * mr;
+        int64_t rows = mc - panel * mr < mr ? mc - panel * mr : mr;
+        if (a->dtype == TN_DTYPE_F32 && a->row_stride == 1 && rows == mr) {
+            /* A transposed (a gradient's A^T in a weight gradient): a panel's rows are
+             * contiguous at every k, so copy mr floats per k */
+            const float *src = (const float *)base + (i0 + panel * mr) + p0 * a->col_stride;
+            for (int64_t p = 0; p < kc; p++)
+                for (int32_t r = 0; r < mr; r++) dst[p * mr + r] = alpha * src[p * a->col_stride + r];
+            continue;
+        }
         for (int32_t r = 0; r < mr; r++) {
             int64_t i = panel * mr + r;
             if (i >= mc) {

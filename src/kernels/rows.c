@@ -106,7 +106,26 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     }
 }
 
+/* The backward of softmax (out = y * (g - sum(g * y))) or log_softmax (out = g - exp(y) *
+ * sum(g)) over a contiguous float32 row; 16 partial sums keep the reduction vectorizable. */
+static void softmax_backward_f32(int64_t n, const float *g, const float *y, float *restrict out,
+                                 int log) {
+    float s16[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) s16[l] += log ? g[i + l] : g[i + l] * y[i + l];
+    double sum = 0;
+    for (; i < n; i++) sum += log ? g[i] : g[i] * y[i];
+    for (int l = 0; l < 16; l++) sum += s16[l];
+    float s = (float)sum;
+    if (log)
+        for (int64_t j = 0; j < n; j++) out[j] = g[j] - tn_expf(y[j]) * s;
+    else
+        for (int64_t j = 0; j < n; j++) out[j] = y[j] * (g[j] - s);
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->softmax_backward_f32 = softmax_backward_f32;
     t->softmax_f32 = softmax_f32;
     t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;

@@ -67,6 +67,37 @@ static inline float f_gelu_tanh_bw(float g, float x, float al) {
     return g * (0.5f * (1.0f + t) + left);
 }
 
+static inline float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
+static inline float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
+static inline float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
+static inline float f_pow_half(float a, float b, float al) { (void)b; (void)al; return sqrtf(a); }
+static inline float f_pow_minus_half(float a, float b, float al) { (void)b; (void)al; return 1.0f / sqrtf(a); }
+static inline float f_pow_minus_one(float a, float b, float al) { (void)b; (void)al; return 1.0f / a; }
+static inline float f_pow_minus_two(float a, float b, float al) { (void)b; (void)al; return 1.0f / (a * a); }
+static inline float f_first(float a, float b, float al) { (void)b; (void)al; return a; }
+
+/* x ** e with one exponent for the row: the exponents PyTorch's CPU kernel computes by
+ * multiplication or square roots take the same route (so results match it), others powf. */
+static inline void pow_row(int64_t n, float *restrict o, int64_t os, const float *a, int64_t as,
+                           const float *b, int64_t bs) {
+    if (bs != 0) {
+        row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
+        return;
+    }
+    float e = b[0];
+    tn_f32_binary_fn f = e == 2.0f ? f_square : e == 3.0f ? f_cube : e == 0.5f ? f_pow_half
+                       : e == -0.5f ? f_pow_minus_half : e == -1.0f ? f_pow_minus_one
+                       : e == -2.0f ? f_pow_minus_two : e == 1.0f ? f_first : NULL;
+    if (f == f_square) row2(f_square, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_cube) row2(f_cube, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_pow_half) row2(f_pow_half, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_pow_minus_half) row2(f_pow_minus_half, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_pow_minus_one) row2(f_pow_minus_one, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_pow_minus_two) row2(f_pow_minus_two, n, o, os, a, as, b, bs, 1.0f);
+    else if (f == f_first) row2(f_first, n, o, os, a, as, b, bs, 1.0f);
+    else row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
+}
+
 static inline float f_neg(float x) { return -x; }
 static inline float f_abs(float x) { return fabsf(x); }
 static inline float f_exp(float x) { return tn_expf(x); }
@@ -98,6 +129,7 @@ static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t 
     case TN_BINARY_TANH_BACKWARD: row2(f_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_SILU_BACKWARD: row2(f_silu_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_GELU_TANH_BACKWARD: row2(f_gelu_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_POW: pow_row(n, o, os, a, as, b, bs); return 1;
     default: return 0;
     }
 }

@@ -25,13 +25,22 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
     int single = out->dtype != TN_DTYPE_F64;
     double *x = scratch, *w = scratch + n;
     const tn_kernel_table *k = tn_kernels();
-    int fast = (kind == TN_SOFTMAX || kind == TN_LOG_SOFTMAX) && out->dtype == TN_DTYPE_F32 &&
-               in->dtype == TN_DTYPE_F32 && ost == 1 && (in->ndim == 0 || in->strides[in->ndim - 1] == 1);
+    int forward = kind == TN_SOFTMAX || kind == TN_LOG_SOFTMAX;
+    int fast = out->dtype == TN_DTYPE_F32 && in->dtype == TN_DTYPE_F32 && ost == 1 &&
+               (in->ndim == 0 || in->strides[in->ndim - 1] == 1) &&
+               (forward || (y->dtype == TN_DTYPE_F32 && (y->ndim == 0 || y->strides[y->ndim - 1] == 1)));
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
-        if (fast) {
+        if (fast && forward) {
             k->softmax_f32(n, (const float *)in->data + tn_row_offset(in, r, 1),
                            (float *)out->data + tn_row_offset(out, r, 1), kind == TN_LOG_SOFTMAX);
+            continue;
+        }
+        if (fast) {
+            k->softmax_backward_f32(n, (const float *)in->data + tn_row_offset(in, r, 1),
+                                    (const float *)y->data + tn_row_offset(y, r, 1),
+                                    (float *)out->data + tn_row_offset(out, r, 1),
+                                    kind == TN_LOG_SOFTMAX_BACKWARD);
             continue;
         }
         load_row(x, in, r, n);

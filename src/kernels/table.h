@@ -48,6 +48,8 @@ typedef struct tn_kernel_table {
     void (*narrow_half)(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
+    /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
+    void (*softmax_backward_f32)(int64_t n, const float *g, const float *y, float *out, int log);
     /* y[i] += a * x[i] for i < n, contiguous float32 */
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y);
     /* fused attention (see attention.c and tn/attention.h) */

@@ -94,7 +94,28 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
         double s = 1.0 / (1.0 + exp(-b));
         return a * s * (1.0 + b * (1.0 - s));
     }
+    case TN_BINARY_POW: return pow(a, b);
     default: return NAN;
+    }
+}
+
+/* pow with one exponent for the row: the exponents computed by multiplication or roots, as
+ * PyTorch's CPU kernel does (so pow(-inf, 0.5) is NaN there, not C's inf) */
+static void check_pow_exponents(const tn_kernel_table *k, const char *isa) {
+    static const float exps[] = {2.0f, 3.0f, 0.5f, -0.5f, -1.0f, -2.0f, 1.0f, 1.7f};
+    static float out[N];
+    for (size_t e = 0; e < sizeof exps / sizeof exps[0]; e++) {
+        if (!k->binary_f32(TN_BINARY_POW, N, out, 1, inputs, 1, &exps[e], 0, 1.0f)) continue;
+        for (int64_t i = 0; i < N; i++) {
+            double x = inputs[i];
+            double want = exps[e] == 0.5f ? sqrt(x) : exps[e] == -0.5f ? 1.0 / sqrt(x) : pow(x, exps[e]);
+            if (!close_f32(out[i], want) && !(isinf(want) && isinf(out[i]))) {
+                fprintf(stderr, "  %s pow(%g, %g) got %.9g want %.9g\n", isa, (double)inputs[i],
+                        (double)exps[e], (double)out[i], want);
+                CHECK(0);
+                break;
+            }
+        }
     }
 }
 
@@ -107,6 +128,7 @@ void test_binary_rows_every_isa(void) {
     for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
         const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
         if (!k) continue;
+        check_pow_exponents(k, tn_isa_name((tn_isa)isa));
         for (int op = 0; op < TN_BINARY_COUNT_; op++) {
             if (op == TN_BINARY_GELU_TANH_BACKWARD) continue; /* checked through the generic path */
             for (int p = 0; p < 4; p++) {

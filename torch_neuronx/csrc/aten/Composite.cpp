@@ -257,9 +257,13 @@ Tensor& nll_loss_backward_out(const Tensor& grad, const Tensor& self, const Tens
   Tensor scale = at::mul(w, -1);
   if (reduction == at::Reduction::Mean) scale = at::div(scale, total_weight);
   scale = at::mul(scale, reduction == at::Reduction::None ? grad : grad.reshape({}));
-  Tensor one_hot = at::eq(at::arange(c, target.options()).unsqueeze(0), safe.unsqueeze(1));
+  // zeros, then each sample's scale at its target column; an ignored sample's stays 0 even
+  // when every sample is ignored (0 / 0 total weight), as on the CPU
+  (void)c;
+  scale = at::where(w.ne(0), scale, at::zeros_like(scale));
   at::native::resize_output(grad_input, self.sizes());
-  return at::mul_out(grad_input, one_hot, scale.unsqueeze(1));
+  grad_input.zero_();
+  return grad_input.scatter_(1, safe.unsqueeze(1), scale.to(grad_input.scalar_type()).unsqueeze(1));
 }
 
 // nll_loss2d: (N, C, H, W) scores as (N*H*W, C) rows.
