@@ -12,7 +12,7 @@ MAKEFLAGS += --no-builtin-rules
 .SUFFIXES:
 
 CC ?= cc
-CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Wall -Wextra -Wpedantic \
+CFLAGS_COMMON := -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -Ibuild/gen -Wall -Wextra -Wpedantic \
                  -Wshadow -Wstrict-prototypes -Werror -fPIC -pthread
 CFLAGS_REL := $(CFLAGS_COMMON) -O3 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
@@ -69,6 +69,15 @@ endef
 $(foreach f,$(PER_ISA),$(foreach i,$(ISAS),$(eval $(call per_isa_rule,$(f),$(i)))))
 $(foreach f,$(BF16_ONLY),$(eval $(call per_isa_rule,$(f),avx512bf16)))
 
+# The graph compiler's generated kernels carry the kernels' own float math and bf16/f16
+# conversions (so a fused region rounds and vectorizes as the eager rows do): their text,
+# as a C string, minus the local includes.
+GEN_MATH := build/gen/kernel_math.inc
+$(GEN_MATH): src/kernels/half.h src/kernels/math_f32.h
+	@mkdir -p $(dir $@)
+	sed -e '/^#include "/d' -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n",/' $^ > $@
+build/rel/src/graph/codegen.o build/san/src/graph/codegen.o: $(GEN_MATH)
+
 build/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_SAN) -Isrc -MMD -MP -c $< -o $@
@@ -87,6 +96,6 @@ check-headers:
 	done; echo "headers: $(words $(HEADERS)) compile alone as C11 -pedantic -Werror"
 
 clean:
-	rm -rf build/rel build/san build/libtn.a
+	rm -rf build/rel build/san build/gen build/libtn.a
 
 -include $(OBJS:.o=.d) $(SAN_OBJS:.o=.d) $(TEST_SRCS:%.c=build/san/%.d)
