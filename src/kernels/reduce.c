@@ -8,6 +8,7 @@
 #include "elem.h"
 #include "half.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/reduce.h"
 
 typedef struct split {
@@ -73,18 +74,6 @@ static acc acc_init(tn_reduce_op op) {
     return a;
 }
 
-/* float32 contiguous sum with 16 partial sums (vectorizes without reassociation). */
-static double sum_f32_row(const float *x, int64_t n) {
-    float part[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) part[l] += x[i + l];
-    double total = 0;
-    for (; i < n; i++) total += x[i];
-    for (int l = 0; l < 16; l++) total += part[l];
-    return total;
-}
-
 static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     switch (op) {
     case TN_REDUCE_SUM:
@@ -127,7 +116,7 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
         int64_t i1 = (r + 1) * row > j1 ? j1 - r * row : row;
         const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
         if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
-            a->f += sum_f32_row((const float *)p + i0, i1 - i0);
+            a->f += tn_kernels()->sum_f32(i1 - i0, (const float *)p + i0);
             continue;
         }
         for (int64_t i = i0; i < i1; i++)
@@ -225,7 +214,7 @@ void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor 
         for (int64_t r = 0; r < rows; r++) {
             const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
             if (in->dtype == TN_DTYPE_F32 && row_stride == 1) {
-                sum += sum_f32_row((const float *)p, row);
+                sum += tn_kernels()->sum_f32(row, (const float *)p);
                 continue;
             }
             for (int64_t i = 0; i < row; i++) sum += tn_load(p + i * row_stride * ies, in->dtype).re;

@@ -106,6 +106,19 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     }
 }
 
+/* Sum of a contiguous float32 row: 16 float partial sums (vectorized without reassociation),
+ * then double. */
+static double sum_f32(int64_t n, const float *x) {
+    float part[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) part[l] += x[i + l];
+    double total = 0;
+    for (; i < n; i++) total += x[i];
+    for (int l = 0; l < 16; l++) total += part[l];
+    return total;
+}
+
 /* The backward of softmax (out = y * (g - sum(g * y))) or log_softmax (out = g - exp(y) *
  * sum(g)) over a contiguous float32 row; 16 partial sums keep the reduction vectorizable. */
 static void softmax_backward_f32(int64_t n, const float *g, const float *y, float *restrict out,
@@ -126,6 +139,7 @@ static void softmax_backward_f32(int64_t n, const float *g, const float *y, floa
 
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->softmax_backward_f32 = softmax_backward_f32;
+    t->sum_f32 = sum_f32;
     t->softmax_f32 = softmax_f32;
     t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;

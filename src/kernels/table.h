@@ -46,6 +46,8 @@ typedef struct tn_kernel_table {
     void (*widen_half)(tn_dtype t, int64_t n, float *d, int64_t ds, const uint16_t *s, int64_t ss);
     /* d[i*ds] = t(s[i*ss]), rounded to nearest even, NaN kept */
     void (*narrow_half)(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss);
+    /* sum of a contiguous float32 row (float partial sums, then double) */
+    double (*sum_f32)(int64_t n, const float *x);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
