@@ -5,8 +5,8 @@
 For each op and size (millions of float32 elements): effective GB/s (bytes read + written per
 second) on neuron and on the CPU with the same threads, their ratio, and neuron as a fraction
 of the measured copy bandwidth (a software device's ceiling). neuron is timed as a device:
-a block of launches (about 16M elements' worth, as gemm.py does), then one synchronize; the CPU
-runs the same block. One launch per synchronize measures the round trip instead (dispatch.py).
+a block of launches (about 256M elements' worth, so that threads still spin-waiting after the
+previous measurement do not weigh), then one synchronize; the CPU runs the same block. One launch per synchronize measures the round trip instead (dispatch.py).
 """
 import argparse
 import os
@@ -47,7 +47,7 @@ def main():
         xc, yc = torch.randn(n), torch.empty(n)
         xd, yd = xc.to("neuron"), torch.empty(n, device="neuron")
         copy_bw = None
-        launches = max(1, 16 // mel)
+        launches = max(1, 256 // mel)
         for name, (fn, words) in OPS.items():
             def run_dev():
                 for _ in range(launches):

@@ -157,6 +157,17 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
     split_dims(&s, out, idx, in);
     int64_t first, last;
     tn_slice(s.nout, ith, nth, &first, &last);
+    if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && out->dtype == TN_DTYPE_F32 && !idx &&
+        s.nred == 1 && s.red_in[0] == 1) {
+        /* float32 sums of contiguous rows (x.sum(-1), mean, norms): no per-element dispatch */
+        double (*sum)(int64_t, const float *) = tn_kernels()->sum_f32;
+        for (int64_t o = first; o < last; o++) {
+            int64_t off_out, off_idx, off_in;
+            output_offsets(&s, o, &off_out, &off_idx, &off_in);
+            ((float *)out->data)[off_out] = (float)(sum(s.nreduce, (const float *)in->data + off_in) * scale);
+        }
+        return;
+    }
     for (int64_t o = first; o < last; o++) {
         int64_t off_out, off_idx, off_in;
         output_offsets(&s, o, &off_out, &off_idx, &off_in);
