@@ -74,24 +74,15 @@ static void narrow_half(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const fl
  * and maxima keep the reductions vectorizable without reassociation. */
 static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     float m16[16], s16[16];
-    int32_t nan16[16];
-    for (int l = 0; l < 16; l++) m16[l] = -INFINITY, s16[l] = 0.0f, nan16[l] = 0;
+    for (int l = 0; l < 16; l++) m16[l] = -INFINITY, s16[l] = 0.0f;
     int64_t i = 0;
     int nan = 0;
     for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
-            nan16[l] |= x[i + l] != x[i + l];
-        }
+        for (int l = 0; l < 16; l++) m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
     float mx = -INFINITY;
-    for (; i < n; i++) {
-        mx = x[i] > mx ? x[i] : mx;
-        nan |= x[i] != x[i];
-    }
-    for (int l = 0; l < 16; l++) {
-        mx = m16[l] > mx ? m16[l] : mx;
-        nan |= nan16[l];
-    }
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int l = 0; l < 16; l++) mx = m16[l] > mx ? m16[l] : mx;
+    for (int64_t j = 0; j < n; j++) nan |= x[j] != x[j];
     if (nan) mx = NAN;
     for (i = 0; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) {
