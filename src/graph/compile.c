@@ -177,7 +177,6 @@ void tn_fused_kernel_release(tn_fused_kernel *k) {
 typedef struct fused_task {
     fused_fn fn;
     int64_t work;
-    int32_t n;
     void *ptr[];
 } fused_task;
 
@@ -199,7 +198,6 @@ tn_status tn_fused_launch(tn_stream_t stream, const tn_fused_kernel *k, void *co
     if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch a fused kernel");
     t->fn = k->fn;
     t->work = k->work;
-    t->n = k->operands;
     memcpy(t->ptr, ptr, sizeof(void *) * (size_t)k->operands);
     tn_status st = tn_stream_launch(stream, "fused", run_fused, t, size);
     free(t);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "table.h"
+#include "tile_512.h"
 
 enum { MR = 8, NR = 32 };
 
@@ -28,15 +29,7 @@ static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *
             acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, b1);
         }
     }
-    for (int i = 0; i < MR; i++) {
-        float *row = c + i * ldc;
-        if (add) {
-            acc[i][0] = _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]);
-            acc[i][1] = _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]);
-        }
-        _mm512_storeu_ps(row, acc[i][0]);
-        _mm512_storeu_ps(row + 16, acc[i][1]);
-    }
+    tn_store_tile_512(c, ldc, acc, MR, add);
 }
 
 /* Two rows of B (r0 = B(2q, .), r1 = B(2q+1, .), contiguous) into one k pair of a panel:

@@ -11,6 +11,9 @@
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#if defined(__AVX512F__)
+#include "tile_512.h"
+#endif
 
 #ifndef TN_ROWS_ISA
 #error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
@@ -38,15 +41,7 @@ static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int6
             acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
         }
     }
-    for (int i = 0; i < MR; i++) {
-        float *row = c + i * ldc;
-        if (add) {
-            acc[i][0] = _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]);
-            acc[i][1] = _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]);
-        }
-        _mm512_storeu_ps(row, acc[i][0]);
-        _mm512_storeu_ps(row + 16, acc[i][1]);
-    }
+    tn_store_tile_512(c, ldc, acc, MR, add);
 }
 
 static float dot(int64_t n, const float *x, const float *y) {

@@ -125,9 +125,7 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
 }
 
 static void store_result(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
-                         const split *s, int64_t o, const acc *a, double scale) {
-    int64_t off_out, off_idx, off_in;
-    output_offsets(s, o, &off_out, &off_idx, &off_in);
+                         const split *s, int64_t off_out, int64_t off_idx, const acc *a, double scale) {
     int fl = tn_dtype_is_float(s->in_dtype);
     tn_value v = {0, 0, 0, 0};
     if (op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN) {
@@ -173,7 +171,7 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
         output_offsets(&s, o, &off_out, &off_idx, &off_in);
         acc a = acc_init(op);
         accumulate(op, &s, in, off_in, 0, s.nreduce, &a);
-        store_result(op, out, idx, &s, o, &a, scale);
+        store_result(op, out, idx, &s, off_out, off_idx, &a, scale);
     }
 }
 
@@ -204,7 +202,9 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
         else if (b->started) /* parts come in order, so the first extreme stays first */
             combine(op, &a, v, fl, b->pos);
     }
-    store_result(op, out, idx, &s, o, &a, scale);
+    int64_t off_out, off_idx, off_in;
+    output_offsets(&s, o, &off_out, &off_idx, &off_in);
+    store_result(op, out, idx, &s, off_out, off_idx, &a, scale);
 }
 
 void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,

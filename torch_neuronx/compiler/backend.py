@@ -1,5 +1,4 @@
 """The `neuron` Dynamo backend (see the package docstring) and its counters."""
-import contextlib
 import os
 import threading
 import time
@@ -30,7 +29,7 @@ def get_dynamo_metrics():
         out = dict(_metrics)
     from torch._dynamo.utils import counters
     out["graph_breaks"] = sum(counters["graph_break"].values())
-    out["recompiles"] = sum(v for k, v in counters["recompiles"].items()) if "recompiles" in counters else 0
+    out["recompiles"] = sum(counters["recompiles"].values())
     return out
 
 

@@ -11,7 +11,6 @@ views, copies) stays an ATen call on neuron's native kernels. A region of a sing
 as that op: the eager kernel is the same loop.
 """
 import operator
-import os
 
 import torch
 from torch.fx import GraphModule, Node
@@ -53,9 +52,9 @@ def _where(args, kwargs):
 
 def _cast(args, kwargs):
     dtype = kwargs.get("dtype")
-    if dtype is None or dtype == torch.float32 or kwargs.get("memory_format") not in (None, torch.preserve_format):
-        return ("identity", [args[0]]) if dtype in (None, torch.float32) else None
-    if dtype in (torch.bfloat16, torch.float16):
+    if dtype in (None, torch.float32):
+        return ("identity", [args[0]])  # values are float32 inside a region already
+    if dtype in (torch.bfloat16, torch.float16) and kwargs.get("memory_format") in (None, torch.preserve_format):
         return ("round", [args[0]], dtype)
     return None
 
@@ -125,24 +124,26 @@ class Region:
     def __init__(self, shape):
         self.shape = tuple(shape)
         self.members = []       # FX nodes, in order
-        self.lowered = {}       # member -> (op, operands[, dtype])
+        self.member_set = set()
+
+    def add(self, node):
+        self.members.append(node)
+        self.member_set.add(node)
 
     def reads(self, node):
-        return any(isinstance(a, Node) and a in self.lowered for a in node.all_input_nodes)
+        return any(a in self.member_set for a in node.all_input_nodes)
 
 
 def find_regions(graph):
     regions, open_ = [], None
     for node in graph.nodes:
-        lowered = _lower(node)
-        if lowered is not None:
+        if _lower(node) is not None:
             shape = tuple(_val(node).shape)
             if open_ is None or open_.shape != shape:
                 if open_ is not None:
                     regions.append(open_)
                 open_ = Region(shape)
-            open_.members.append(node)
-            open_.lowered[node] = lowered
+            open_.add(node)
             continue
         if open_ is not None and (open_.reads(node) or node.op == "output"):
             regions.append(open_)
@@ -163,7 +164,6 @@ def _build(region, cache_dir, debug_dir):
             if x in node_index:
                 return node_index[x]
             if x not in input_index:
-                v = _val(x)
                 input_index[x] = len(inputs)
                 inputs.append(x)
                 nodes.append((ops["input"], [input_index[x]], 0.0, None))
@@ -181,8 +181,7 @@ def _build(region, cache_dir, debug_dir):
             continue
         nodes.append((ops[op], refs, 0.0, dtype[0] if dtype else None))
         node_index[member] = len(nodes) - 1
-    members = set(region.members)
-    outputs = [m for m in region.members if any(u not in members for u in m.users)]
+    outputs = [m for m in region.members if any(u not in region.member_set for u in m.users)]
 
     def spec(node, strides_over):
         v = _val(node)
@@ -223,7 +222,7 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
     """Rewrites gm in place: every region of two or more ops becomes one kernel launch."""
     graph = gm.graph
     for region in find_regions(graph):
-        members = set(region.members)
+        members = region.member_set
         if len(region.members) < 2 or not any(u not in members for m in region.members for u in m.users):
             continue
         kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir)
@@ -245,8 +244,7 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
 
 
 _INPLACE = {aten.index_copy.default: aten.index_copy_.default,
-            aten.index_put.default: aten.index_put_.default,
-            aten.slice_scatter.default: None}
+            aten.index_put.default: aten.index_put_.default}
 
 
 def reinplace_input_updates(gm: GraphModule):
