@@ -45,6 +45,11 @@ CASES = {
     "scale": ((1, 1, 4, 8), (1, 1, 4, 8), dict(scale=0.3)),
     # language-model head size: several query tiles and key blocks on the GEMM micro-kernel
     "llm_heads": ((1, 4, 100, 64), (1, 2, 150, 64), dict(is_causal=True, enable_gqa=True)),
+    # query tiles (96 rows) and key blocks with a mask, and left padding in a query tile
+    "additive_mask_tiles": ((1, 2, 100, 32), (1, 2, 100, 32), dict(mask=torch.randn(1, 1, 100, 100))),
+    "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),
+                          dict(mask=(torch.arange(12) >= torch.tensor([[0], [5]])).view(2, 1, 1, 12)
+                               & torch.ones(12, 12).tril().bool())),
     # a left-padded query row sees no key: zeros, as the math path's safe softmax gives
     "fully_masked_row": ((2, 2, 4, 8), (2, 2, 4, 8),
                          dict(mask=torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]).bool().view(2, 1, 1, 4)
@@ -59,6 +64,15 @@ def test_fused_attention_matches_cpu(name, dtype):
     kw = dict(kw)
     executed = run(shape_q, shape_kv, dtype, mask=kw.pop("mask", None), **kw)
     assert FUSED in executed and FUSED + "_backward" in executed
+
+
+@pytest.mark.parametrize("rows", [4, 40], ids=["rows", "tiles"])
+def test_nan_scores_match_cpu(rows):
+    q, k, v = torch.randn(1, 2, rows, 16), torch.randn(1, 2, rows, 16), torch.randn(1, 2, rows, 16)
+    q[0, 1, 3, 5] = float("nan")
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = F.scaled_dot_product_attention(q.to("neuron"), k.to("neuron"), v.to("neuron"), is_causal=True)
+    torch.testing.assert_close(out.cpu(), ref, equal_nan=True)
 
 
 def test_strided_inputs_take_the_fused_kernel():

@@ -4,10 +4,11 @@
  * function), so the loops below vectorize to that ISA's width with FMA.
  *
  * The forward takes a tile of QB query rows against blocks of KB keys, as two small GEMMs on
- * the ISA's GEMM micro-kernel: scores S = (scale q) k^T, then O += P v, where P holds the
+ * the ISA's GEMM micro-kernel: scores S^T = k (scale q)^T, then O += P v, where P holds the
  * probabilities relative to each row's running maximum (online softmax: the accumulator and
- * normaliser are rescaled whenever the maximum grows). Q, K, P and V are packed into the
- * micro-kernel's panels (converted to float32 on the way). */
+ * normaliser are rescaled whenever the maximum grows). Each thread packs a head's keys and
+ * values into the micro-kernel's panels once (converted to float32 on the way) and reuses
+ * them for every query tile and every query head of the group. */
 #include <math.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@
 #define TN_CONCAT_(a, b) a##b
 #define TN_CONCAT(a, b) TN_CONCAT_(a, b)
 
-enum { QB = 48, KB = 64 }; /* multiples of every ISA's micro-tile (MR <= 8, NR <= 32) */
+enum { QB = 96, KB = 48 }; /* QB: a multiple of every ISA's MR and NR (6 and 32, 6 and 16, 4 and 8); KB of MR */
 enum { ROWS_BELOW = 8 };   /* fewer query rows per head than this: forward_rows */
 
 static inline float load_f(const tn_tensor *t, int64_t off) {
@@ -49,14 +50,17 @@ static inline int64_t row_off(const tn_tensor *t, int64_t b, int64_t h, int64_t 
     return b * t->strides[0] + h * t->strides[1] + i * t->strides[2];
 }
 
-/* A row of a view into floats. */
+/* A row of a view into floats (contiguous float32, bfloat16 and float16 rows vectorize). */
 static void load_row(float *dst, const tn_tensor *t, int64_t off, int64_t n) {
     int64_t s = t->strides[3];
-    if (t->dtype == TN_DTYPE_F32 && s == 1) {
+    if (s == 1 && t->dtype == TN_DTYPE_F32) {
         memcpy(dst, (const float *)t->data + off, sizeof(float) * (size_t)n);
-        return;
+    } else if (s == 1 && t->dtype == TN_DTYPE_BF16) {
+        const uint16_t *src = (const uint16_t *)t->data + off;
+        for (int64_t e = 0; e < n; e++) dst[e] = tn_bf16_to_f32_inline(src[e]);
+    } else {
+        for (int64_t e = 0; e < n; e++) dst[e] = load_f(t, off + e * s);
     }
-    for (int64_t e = 0; e < n; e++) dst[e] = load_f(t, off + e * s);
 }
 
 /* Eight partial sums, so the loop vectorizes without reassociating a single sum. */
@@ -104,15 +108,6 @@ static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64
     for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
 }
 
-/* Forward: packed q tile, packed keys, scores, packed probabilities, packed values, output
- * accumulators, maxima, normalisers. Backward: q, dO and dq rows. */
-static int64_t scratch_floats(const tn_attention *a) {
-    int64_t e = a->q.sizes[3], ev = a->v.sizes[3];
-    int64_t forward = QB * e + e * KB + 2 * QB * KB + KB * ev + QB * ev + 2 * QB; /* >= rows' */
-    int64_t backward = 2 * e + ev;
-    return forward > backward ? forward : backward;
-}
-
 /* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
 static inline float score(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i,
                           int64_t j, int64_t e) {
@@ -158,12 +153,125 @@ static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int
         }
         /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
          * math path does with its safe softmax */
-        float inv = l > 0 ? 1.0f / l : 0.0f;
+        float inv = l == 0.0f ? 0.0f : 1.0f / l; /* NaN scores give NaN */
         int64_t o = row_off(&a->out, b, h, i);
         for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[e] * inv);
         ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + i * a->lse.strides[2]] =
-            l > 0 ? m + logf(l) : -INFINITY;
+            l == 0.0f ? -INFINITY : m + logf(l);
     }
+}
+
+/* The tiled forward works on the transposed scores of QB queries by KB keys: st[j * QB + i],
+ * computed with the keys as the micro-kernel's A operand and the queries as its B operand, so
+ * that the online softmax runs along contiguous rows of queries (one vector lane per query)
+ * and the probabilities are already P^T's rows for packing into O += P v. */
+typedef struct tile_scratch {
+    float *qb;             /* QB*E: the tile's scaled queries, B panels of nr */
+    float *st, *pp;        /* KB*QB scores / probabilities; P in A panels of mr */
+    float *acc;            /* QB*Ev output accumulators */
+    float *m, *l, *mu, *alpha, *bm, *sum; /* QB each */
+    float *row;            /* one row of q, k or v in float32 */
+    float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
+} tile_scratch;
+
+static int64_t padded_keys(int64_t S) { return (S + KB - 1) / KB * KB; }
+
+static tile_scratch carve(const tn_attention *a, float *f) {
+    int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = padded_keys(a->k.sizes[2]);
+    tile_scratch t;
+    t.qb = f, f += QB * E;
+    t.st = f, f += KB * QB;
+    t.pp = f, f += KB * QB;
+    t.acc = f, f += QB * Ev;
+    t.m = f, f += QB;
+    t.l = f, f += QB;
+    t.mu = f, f += QB;
+    t.alpha = f, f += QB;
+    t.bm = f, f += QB;
+    t.sum = f, f += QB;
+    t.row = f, f += E > Ev ? E : Ev;
+    t.ka = f, f += Sp * E;
+    t.vb = f;
+    return t;
+}
+
+/* Forward: tile_scratch (the head's keys and values included). Backward: q, dO and dq rows. */
+static int64_t scratch_floats(const tn_attention *a) {
+    int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = padded_keys(a->k.sizes[2]);
+    int64_t forward = a->q.sizes[2] < ROWS_BELOW ? e + ev + KB /* forward_rows */
+                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + (e > ev ? e : ev) + sp * (e + ev);
+    int64_t backward = 2 * e + ev;
+    return forward > backward ? forward : backward;
+}
+
+/* Keys of head (b, hk) into A panels, ka[(j / mr) * E * mr + e * mr + j % mr]; values into
+ * B panels per key block, vb[(j / KB) * KB * Ev + (e / nr) * KB * nr + (j % KB) * nr + e % nr]
+ * (plain rows vb[j * Ev + e] when Ev is no multiple of nr); zeros past S. */
+static void pack_head(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t hk, int64_t mr, int64_t nr,
+                      int pv_gemm) {
+    int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], S = a->k.sizes[2], Sp = padded_keys(S);
+    for (int64_t j = 0; j < Sp; j++) {
+        float *kd = t->ka + (j / mr) * E * mr + j % mr;
+        if (j < S) load_row(t->row, &a->k, row_off(&a->k, b, hk, j), E);
+        for (int64_t e = 0; e < E; e++) kd[e * mr] = j < S ? t->row[e] : 0.0f;
+        if (j < S)
+            load_row(t->row, &a->v, row_off(&a->v, b, hk, j), Ev);
+        else
+            memset(t->row, 0, sizeof(float) * (size_t)Ev);
+        if (!pv_gemm) {
+            memcpy(t->vb + j * Ev, t->row, sizeof(float) * (size_t)Ev);
+            continue;
+        }
+        float *vd = t->vb + (j / KB) * KB * Ev + (j % KB) * nr;
+        for (int64_t e0 = 0; e0 < Ev; e0 += nr) memcpy(vd + e0 * KB, t->row + e0, sizeof(float) * (size_t)nr);
+    }
+}
+
+/* The tile's queries, scaled, into B panels: qb[(i / nr) * E * nr + e * nr + i % nr]. */
+static void pack_queries(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                         int64_t cols, int64_t nr) {
+    int64_t E = a->q.sizes[3];
+    float scale = (float)a->scale;
+    for (int64_t i = 0; i < cols; i++) {
+        float *qd = t->qb + (i / nr) * E * nr + i % nr;
+        if (i < nq) load_row(t->row, &a->q, row_off(&a->q, b, h, i0 + i), E);
+        for (int64_t e = 0; e < E; e++) qd[e * nr] = i < nq ? scale * t->row[e] : 0.0f;
+    }
+}
+
+/* One key block's scores st (n keys by cols queries) into probabilities, folding them into
+ * each query's running maximum m and normaliser l; alpha gets the factor by which the
+ * accumulators must shrink. Masked scores become -inf; a query that has seen only -inf so
+ * far keeps m = -inf and gets zero probabilities. */
+static void online_softmax(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                           int64_t j0, int64_t n, int64_t cols) {
+    for (int64_t j = 0; j < n; j++) {
+        float *r = t->st + j * QB;
+        if (a->causal) /* key j0 + j is hidden from queries i0 + i < j0 + j */
+            for (int64_t i = 0, hide = j0 + j - i0 < cols ? j0 + j - i0 : cols; i < hide; i++) r[i] = -INFINITY;
+        if (a->has_bias)
+            for (int64_t i = 0; i < nq; i++)
+                r[i] += load_f(&a->bias, row_off(&a->bias, b, h, i0 + i) + (j0 + j) * a->bias.strides[3]);
+    }
+    for (int64_t i = 0; i < cols; i++) t->bm[i] = -INFINITY, t->sum[i] = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        const float *r = t->st + j * QB;
+        for (int64_t i = 0; i < cols; i++) t->bm[i] = r[i] > t->bm[i] ? r[i] : t->bm[i];
+    }
+    for (int64_t i = 0; i < cols; i++) {
+        float m_new = t->bm[i] > t->m[i] ? t->bm[i] : t->m[i];
+        t->mu[i] = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0: nothing seen yet */
+        t->alpha[i] = tn_expf(t->m[i] - t->mu[i]);
+        t->m[i] = m_new;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        float *r = t->st + j * QB;
+        for (int64_t i = 0; i < cols; i++) {
+            r[i] = tn_expf(r[i] - t->mu[i]);
+            t->sum[i] += r[i];
+        }
+    }
+    for (int64_t i = 0; i < cols; i++) t->l[i] = t->l[i] * t->alpha[i] + t->sum[i];
 }
 
 static void forward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
@@ -172,103 +280,64 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     const int64_t mr = k->gemm_mr, nr = k->gemm_nr, tiles = (L + QB - 1) / QB;
     const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
-    float *qp = scratch, *kp = qp + QB * E, *s = kp + E * KB, *pp = s + QB * KB, *vp = pp + QB * KB;
-    float *acc = vp + KB * Ev, *m = acc + QB * Ev, *l = m + QB;
-    float scale = (float)a->scale;
     if (L < ROWS_BELOW) {
         forward_rows(a, scratch, ith, nth);
         return;
     }
-    int64_t first, last;
+    tile_scratch t = carve(a, scratch);
+    int64_t first, last, packed = -1; /* the (b, kv head) whose keys and values t holds */
     tn_slice(B * Hq * tiles, ith, nth, &first, &last);
     for (int64_t unit = first; unit < last; unit++) {
         int64_t tile = unit % tiles, h = (unit / tiles) % Hq, b = unit / (tiles * Hq), hk = h / group;
-        int64_t i0 = tile * QB, nq = L - i0 < QB ? L - i0 : QB, panels = (nq + mr - 1) / mr;
-        /* qp[(i / mr) * E * mr + e * mr + i % mr] = scale * q[i0 + i, e], zero rows past nq */
-        for (int64_t i = 0; i < panels * mr; i++) {
-            float *dst = qp + (i / mr) * E * mr + i % mr;
-            int64_t o = i < nq ? row_off(&a->q, b, h, i0 + i) : 0;
-            for (int64_t e = 0; e < E; e++)
-                dst[e * mr] = i < nq ? scale * load_f(&a->q, o + e * a->q.strides[3]) : 0.0f;
-            m[i] = -INFINITY;
-            l[i] = 0;
+        int64_t i0 = tile * QB, nq = L - i0 < QB ? L - i0 : QB;
+        int64_t rows = (nq + mr - 1) / mr * mr, cols = (rows + nr - 1) / nr * nr; /* <= QB */
+        if (packed != b * Hkv + hk) {
+            pack_head(a, &t, b, hk, mr, nr, pv_gemm);
+            packed = b * Hkv + hk;
         }
-        memset(acc, 0, sizeof(float) * (size_t)(QB * Ev));
-        int64_t keys = a->causal ? (i0 + nq < S ? i0 + nq : S) : S; /* the tile's last row sees most */
+        pack_queries(a, &t, b, h, i0, nq, cols, nr);
+        for (int64_t i = 0; i < cols; i++) t.m[i] = -INFINITY, t.l[i] = 0.0f;
+        memset(t.acc, 0, sizeof(float) * (size_t)(rows * Ev));
+        int64_t keys = a->causal ? (i0 + nq < S ? i0 + nq : S) : S; /* the tile's last query sees most */
         for (int64_t j0 = 0; j0 < keys; j0 += KB) {
-            int64_t n = keys - j0 < KB ? keys - j0 : KB, kpanels = (n + nr - 1) / nr;
-            /* kp[(j / nr) * E * nr + e * nr + j % nr] = k[j0 + j, e];
-             * vp[(e / nr) * KB * nr + j * nr + e % nr] = v[j0 + j, e]; zero past n */
-            for (int64_t j = 0; j < kpanels * nr; j++) {
-                float *kd = kp + (j / nr) * E * nr + j % nr;
-                int64_t ko = j < n ? row_off(&a->k, b, hk, j0 + j) : 0;
-                for (int64_t e = 0; e < E; e++)
-                    kd[e * nr] = j < n ? load_f(&a->k, ko + e * a->k.strides[3]) : 0.0f;
-            }
-            for (int64_t j = 0; j < KB; j++) {
-                int64_t vo = j < n ? row_off(&a->v, b, hk, j0 + j) : 0;
-                for (int64_t e = 0; e < Ev; e++) {
-                    float x = j < n ? load_f(&a->v, vo + e * a->v.strides[3]) : 0.0f;
-                    if (pv_gemm)
-                        vp[(e / nr) * KB * nr + j * nr + e % nr] = x;
-                    else
-                        vp[j * Ev + e] = x;
-                }
-            }
-            /* S is written, not accumulated: the rows and columns past the panels are never read
-             * (the columns past this row's visible keys are zeroed below) */
-            for (int64_t ip = 0; ip < panels; ip++)
-                for (int64_t jp = 0; jp < kpanels; jp++)
-                    k->gemm_ukernel(E, qp + ip * E * mr, kp + jp * E * nr, s + ip * mr * KB + jp * nr, KB, 0);
-            for (int64_t i = 0; i < nq; i++) {
-                int64_t row = i0 + i;
-                int64_t vis = a->causal ? (row + 1 < S ? row + 1 : S) - j0 : n; /* keys this row sees */
-                if (vis > n) vis = n;
-                float *si = s + i * KB;
-                float bm = -INFINITY;
-                if (vis > 0 && a->has_bias) {
-                    int64_t bo = row_off(&a->bias, b, h, row) + j0 * a->bias.strides[3];
-                    for (int64_t j = 0; j < vis; j++) si[j] += load_f(&a->bias, bo + j * a->bias.strides[3]);
-                }
-                for (int64_t j = 0; j < vis; j++) bm = si[j] > bm ? si[j] : bm;
-                float m_new = bm > m[i] ? bm : m[i];
-                if (m_new == -INFINITY) vis = 0; /* every score so far is -inf: nothing to add */
-                float alpha = vis > 0 ? tn_expf(m[i] - m_new) : 1.0f, sum = 0.0f;
-                for (int64_t j = 0; j < vis; j++) {
-                    si[j] = tn_expf(si[j] - m_new);
-                    sum += si[j];
-                }
-                for (int64_t j = vis < 0 ? 0 : vis; j < KB; j++) si[j] = 0.0f;
-                if (vis <= 0) continue;
-                float *ai = acc + i * Ev;
-                if (alpha != 1.0f)
-                    for (int64_t e = 0; e < Ev; e++) ai[e] *= alpha;
-                l[i] = l[i] * alpha + sum;
-                m[i] = m_new;
-            }
+            int64_t n = keys - j0 < KB ? keys - j0 : KB;
+            /* st = K_block (scale Q)^T; rows past n (zero keys) are never read */
+            for (int64_t jp = 0; jp * mr < n; jp++)
+                for (int64_t ip = 0; ip * nr < cols; ip++)
+                    k->gemm_ukernel(E, t.ka + (j0 / mr + jp) * E * mr, t.qb + ip * E * nr, t.st + jp * mr * QB + ip * nr,
+                                    QB, 0);
+            online_softmax(a, &t, b, h, i0, nq, j0, n, cols);
+            for (int64_t i = 0; i < rows; i++)
+                if (t.alpha[i] != 1.0f)
+                    for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] *= t.alpha[i];
             if (pv_gemm) {
-                for (int64_t i = 0; i < panels * mr; i++)
-                    for (int64_t j = 0; j < KB; j++)
-                        pp[(i / mr) * KB * mr + j * mr + i % mr] = i < nq ? s[i * KB + j] : 0.0f;
-                for (int64_t ip = 0; ip < panels; ip++)
-                    for (int64_t ep = 0; ep < Ev / nr; ep++)
-                        k->gemm_ukernel(KB, pp + ip * KB * mr, vp + ep * KB * nr, acc + ip * mr * Ev + ep * nr, Ev, 1);
+                /* pp[ip * n * mr + j * mr + r] = P[ip * mr + r, j] = st[j * QB + ip * mr + r] */
+                for (int64_t ip = 0; ip * mr < rows; ip++)
+                    for (int64_t j = 0; j < n; j++)
+                        memcpy(t.pp + ip * n * mr + j * mr, t.st + j * QB + ip * mr, sizeof(float) * (size_t)mr);
+                const float *vblock = t.vb + j0 * Ev;
+                for (int64_t ip = 0; ip * mr < rows; ip++)
+                    for (int64_t ep = 0; ep * nr < Ev; ep++)
+                        k->gemm_ukernel(n, t.pp + ip * n * mr, vblock + ep * KB * nr, t.acc + ip * mr * Ev + ep * nr, Ev,
+                                        1);
             } else {
-                for (int64_t i = 0; i < nq; i++)
-                    for (int64_t j = 0; j < n; j++) {
-                        float p = s[i * KB + j];
-                        for (int64_t e = 0; e < Ev; e++) acc[i * Ev + e] += p * vp[j * Ev + e];
+                for (int64_t j = 0; j < n; j++) {
+                    const float *vj = t.vb + (j0 + j) * Ev;
+                    for (int64_t i = 0; i < nq; i++) {
+                        float p = t.st[j * QB + i];
+                        for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] += p * vj[e];
                     }
+                }
             }
         }
-        /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
-         * math path does with its safe softmax */
+        /* a query that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
+         * math path does with its safe softmax; NaN scores give NaN */
         for (int64_t i = 0; i < nq; i++) {
-            float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
+            float inv = t.l[i] == 0.0f ? 0.0f : 1.0f / t.l[i];
             int64_t o = row_off(&a->out, b, h, i0 + i);
-            for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[i * Ev + e] * inv);
+            for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], t.acc[i * Ev + e] * inv);
             ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + (i0 + i) * a->lse.strides[2]] =
-                l[i] > 0 ? m[i] + logf(l[i]) : -INFINITY;
+                t.l[i] == 0.0f ? -INFINITY : t.m[i] + logf(t.l[i]);
         }
     }
 }

@@ -10,7 +10,7 @@
 
 /* S > one key block, L > one query tile; GQA 2:1; E a multiple of every ISA's micro-tile width,
  * so O += P v takes the micro-kernel (tests/test_attention.py covers other head sizes) */
-enum { B = 1, HQ = 2, HKV = 1, L = 53, S = 70, E = 32 };
+enum { B = 1, HQ = 2, HKV = 1, L = 101, S = 110, E = 32 };
 
 static tn_tensor view4(float *d, int64_t b, int64_t h, int64_t l, int64_t e) {
     tn_tensor t = {.data = d, .dtype = TN_DTYPE_F32, .ndim = 4, .sizes = {b, h, l, e},
