@@ -63,6 +63,20 @@ static void load_row(float *dst, const tn_tensor *t, int64_t off, int64_t n) {
     }
 }
 
+/* A float32 row into a row of a view (contiguous float32 and bfloat16 rows vectorize). */
+static void store_row(const tn_tensor *t, int64_t off, const float *src, float scale, int64_t n) {
+    int64_t s = t->strides[3];
+    if (s == 1 && t->dtype == TN_DTYPE_F32) {
+        float *d = (float *)t->data + off;
+        for (int64_t e = 0; e < n; e++) d[e] = scale * src[e];
+    } else if (s == 1 && t->dtype == TN_DTYPE_BF16) {
+        uint16_t *d = (uint16_t *)t->data + off;
+        for (int64_t e = 0; e < n; e++) d[e] = tn_f32_to_bf16_inline(scale * src[e]);
+    } else {
+        for (int64_t e = 0; e < n; e++) store_f(t, off + e * s, scale * src[e]);
+    }
+}
+
 /* Eight partial sums, so the loop vectorizes without reassociating a single sum. */
 static inline float dot_f32(const float *x, const float *y, int64_t n) {
     float part[8] = {0}, acc = 0;
@@ -108,6 +122,29 @@ static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64
     for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
 }
 
+/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b) and the sum, in 16 lanes so
+ * that the loops vectorize. */
+static inline float max_lanes(const float *x, int64_t n) {
+    float part[16], best = -INFINITY;
+    for (int l = 0; l < 16; l++) part[l] = -INFINITY;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) part[l] = x[j + l] > part[l] ? x[j + l] : part[l];
+    for (; j < n; j++) best = x[j] > best ? x[j] : best;
+    for (int l = 0; l < 16; l++) best = part[l] > best ? part[l] : best;
+    return best;
+}
+
+static inline float sum_lanes(const float *x, int64_t n) {
+    float part[16] = {0}, total = 0.0f;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) part[l] += x[j + l];
+    for (; j < n; j++) total += x[j];
+    for (int l = 0; l < 16; l++) total += part[l];
+    return total;
+}
+
 /* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
 static inline float score(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i,
                           int64_t j, int64_t e) {
@@ -134,28 +171,21 @@ static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int
         int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
         for (int64_t j0 = 0; j0 < keys; j0 += KB) {
             int64_t n = keys - j0 < KB ? keys - j0 : KB;
-            float bm = -INFINITY;
-            for (int64_t j = 0; j < n; j++) {
-                s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
-                if (s[j] > bm) bm = s[j];
-            }
-            float m_new = bm > m ? bm : m;
+            for (int64_t j = 0; j < n; j++) s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
+            float bm = max_lanes(s, n), m_new = bm > m ? bm : m;
             if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
             float alpha = tn_expf(m - m_new);
-            l *= alpha;
-            for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
-            for (int64_t j = 0; j < n; j++) {
-                float p = tn_expf(s[j] - m_new);
-                l += p;
-                axpy_row(acc, p, &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
-            }
+            for (int64_t j = 0; j < n; j++) s[j] = tn_expf(s[j] - m_new);
+            l = l * alpha + sum_lanes(s, n);
+            if (alpha != 1.0f)
+                for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
+            for (int64_t j = 0; j < n; j++) axpy_row(acc, s[j], &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
             m = m_new;
         }
         /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
          * math path does with its safe softmax */
         float inv = l == 0.0f ? 0.0f : 1.0f / l; /* NaN scores give NaN */
-        int64_t o = row_off(&a->out, b, h, i);
-        for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], acc[e] * inv);
+        store_row(&a->out, row_off(&a->out, b, h, i), acc, inv, Ev);
         ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + i * a->lse.strides[2]] =
             l == 0.0f ? -INFINITY : m + logf(l);
     }
@@ -170,7 +200,7 @@ typedef struct tile_scratch {
     float *st, *pp;        /* KB*QB scores / probabilities; P in A panels of mr */
     float *acc;            /* QB*Ev output accumulators */
     float *m, *l, *mu, *alpha, *bm, *sum; /* QB each */
-    float *row;            /* one row of q, k or v in float32 */
+    float *rows;           /* up to NR rows of q, k or v in float32, for packing a panel */
     float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
 } tile_scratch;
 
@@ -189,7 +219,7 @@ static tile_scratch carve(const tn_attention *a, float *f) {
     t.alpha = f, f += QB;
     t.bm = f, f += QB;
     t.sum = f, f += QB;
-    t.row = f, f += E > Ev ? E : Ev;
+    t.rows = f, f += TN_GEMM_MAX_NR * (E > Ev ? E : Ev);
     t.ka = f, f += Sp * E;
     t.vb = f;
     return t;
@@ -199,9 +229,19 @@ static tile_scratch carve(const tn_attention *a, float *f) {
 static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = padded_keys(a->k.sizes[2]);
     int64_t forward = a->q.sizes[2] < ROWS_BELOW ? e + ev + KB /* forward_rows */
-                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + (e > ev ? e : ev) + sp * (e + ev);
+                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
     int64_t backward = 2 * e + ev;
     return forward > backward ? forward : backward;
+}
+
+/* dst[e * w + r] = scale * rows[r * n + e] for r < count, zero for count <= r < w: a panel of w
+ * rows (micro-kernel layout), written in order. */
+static void to_panel(float *dst, const float *rows, int64_t count, int64_t w, int64_t n, float scale) {
+    for (int64_t e = 0; e < n; e++) {
+        int64_t r = 0;
+        for (; r < count; r++) dst[e * w + r] = scale * rows[r * n + e];
+        for (; r < w; r++) dst[e * w + r] = 0.0f;
+    }
 }
 
 /* Keys of head (b, hk) into A panels, ka[(j / mr) * E * mr + e * mr + j % mr]; values into
@@ -210,20 +250,20 @@ static int64_t scratch_floats(const tn_attention *a) {
 static void pack_head(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t hk, int64_t mr, int64_t nr,
                       int pv_gemm) {
     int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], S = a->k.sizes[2], Sp = padded_keys(S);
+    for (int64_t j0 = 0; j0 < Sp; j0 += mr) {
+        int64_t count = S - j0 < mr ? (S - j0 > 0 ? S - j0 : 0) : mr;
+        for (int64_t r = 0; r < count; r++) load_row(t->rows + r * E, &a->k, row_off(&a->k, b, hk, j0 + r), E);
+        to_panel(t->ka + j0 * E, t->rows, count, mr, E, 1.0f);
+    }
     for (int64_t j = 0; j < Sp; j++) {
-        float *kd = t->ka + (j / mr) * E * mr + j % mr;
-        if (j < S) load_row(t->row, &a->k, row_off(&a->k, b, hk, j), E);
-        for (int64_t e = 0; e < E; e++) kd[e * mr] = j < S ? t->row[e] : 0.0f;
+        float *v = pv_gemm ? t->rows : t->vb + j * Ev;
         if (j < S)
-            load_row(t->row, &a->v, row_off(&a->v, b, hk, j), Ev);
+            load_row(v, &a->v, row_off(&a->v, b, hk, j), Ev);
         else
-            memset(t->row, 0, sizeof(float) * (size_t)Ev);
-        if (!pv_gemm) {
-            memcpy(t->vb + j * Ev, t->row, sizeof(float) * (size_t)Ev);
-            continue;
-        }
+            memset(v, 0, sizeof(float) * (size_t)Ev);
+        if (!pv_gemm) continue;
         float *vd = t->vb + (j / KB) * KB * Ev + (j % KB) * nr;
-        for (int64_t e0 = 0; e0 < Ev; e0 += nr) memcpy(vd + e0 * KB, t->row + e0, sizeof(float) * (size_t)nr);
+        for (int64_t e0 = 0; e0 < Ev; e0 += nr) memcpy(vd + e0 * KB, v + e0, sizeof(float) * (size_t)nr);
     }
 }
 
@@ -231,11 +271,10 @@ static void pack_head(const tn_attention *a, const tile_scratch *t, int64_t b, i
 static void pack_queries(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t h, int64_t i0, int64_t nq,
                          int64_t cols, int64_t nr) {
     int64_t E = a->q.sizes[3];
-    float scale = (float)a->scale;
-    for (int64_t i = 0; i < cols; i++) {
-        float *qd = t->qb + (i / nr) * E * nr + i % nr;
-        if (i < nq) load_row(t->row, &a->q, row_off(&a->q, b, h, i0 + i), E);
-        for (int64_t e = 0; e < E; e++) qd[e * nr] = i < nq ? scale * t->row[e] : 0.0f;
+    for (int64_t p0 = 0; p0 < cols; p0 += nr) {
+        int64_t count = nq - p0 < nr ? (nq - p0 > 0 ? nq - p0 : 0) : nr;
+        for (int64_t r = 0; r < count; r++) load_row(t->rows + r * E, &a->q, row_off(&a->q, b, h, i0 + p0 + r), E);
+        to_panel(t->qb + p0 * E, t->rows, count, nr, E, (float)a->scale);
     }
 }
 
@@ -279,6 +318,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     const int64_t mr = k->gemm_mr, nr = k->gemm_nr, tiles = (L + QB - 1) / QB;
+    const int64_t tq = ((L + tiles - 1) / tiles + nr - 1) / nr * nr; /* even tiles, whole B panels */
     const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
     if (L < ROWS_BELOW) {
         forward_rows(a, scratch, ith, nth);
@@ -289,8 +329,8 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     tn_slice(B * Hq * tiles, ith, nth, &first, &last);
     for (int64_t unit = first; unit < last; unit++) {
         int64_t tile = unit % tiles, h = (unit / tiles) % Hq, b = unit / (tiles * Hq), hk = h / group;
-        int64_t i0 = tile * QB, nq = L - i0 < QB ? L - i0 : QB;
-        int64_t rows = (nq + mr - 1) / mr * mr, cols = (rows + nr - 1) / nr * nr; /* <= QB */
+        int64_t i0 = tile * tq, nq = L - i0 < tq ? L - i0 : tq; /* > 0: (tiles - 1) * tq < L */
+        int64_t rows = (nq + mr - 1) / mr * mr, cols = (nq + nr - 1) / nr * nr; /* both <= QB */
         if (packed != b * Hkv + hk) {
             pack_head(a, &t, b, hk, mr, nr, pv_gemm);
             packed = b * Hkv + hk;
@@ -307,14 +347,20 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                     k->gemm_ukernel(E, t.ka + (j0 / mr + jp) * E * mr, t.qb + ip * E * nr, t.st + jp * mr * QB + ip * nr,
                                     QB, 0);
             online_softmax(a, &t, b, h, i0, nq, j0, n, cols);
-            for (int64_t i = 0; i < rows; i++)
+            for (int64_t i = 0; i < nq; i++)
                 if (t.alpha[i] != 1.0f)
                     for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] *= t.alpha[i];
             if (pv_gemm) {
-                /* pp[ip * n * mr + j * mr + r] = P[ip * mr + r, j] = st[j * QB + ip * mr + r] */
-                for (int64_t ip = 0; ip * mr < rows; ip++)
-                    for (int64_t j = 0; j < n; j++)
-                        memcpy(t.pp + ip * n * mr + j * mr, t.st + j * QB + ip * mr, sizeof(float) * (size_t)mr);
+                /* pp[ip * n * mr + j * mr + r] = P[ip * mr + r, j] = st[j * QB + ip * mr + r], zero
+                 * past the scored columns */
+                for (int64_t ip = 0; ip * mr < rows; ip++) {
+                    int64_t have = cols - ip * mr < mr ? cols - ip * mr : mr;
+                    for (int64_t j = 0; j < n; j++) {
+                        float *d = t.pp + ip * n * mr + j * mr;
+                        memcpy(d, t.st + j * QB + ip * mr, sizeof(float) * (size_t)have);
+                        for (int64_t r = have; r < mr; r++) d[r] = 0.0f;
+                    }
+                }
                 const float *vblock = t.vb + j0 * Ev;
                 for (int64_t ip = 0; ip * mr < rows; ip++)
                     for (int64_t ep = 0; ep * nr < Ev; ep++)
@@ -334,8 +380,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
          * math path does with its safe softmax; NaN scores give NaN */
         for (int64_t i = 0; i < nq; i++) {
             float inv = t.l[i] == 0.0f ? 0.0f : 1.0f / t.l[i];
-            int64_t o = row_off(&a->out, b, h, i0 + i);
-            for (int64_t e = 0; e < Ev; e++) store_f(&a->out, o + e * a->out.strides[3], t.acc[i * Ev + e] * inv);
+            store_row(&a->out, row_off(&a->out, b, h, i0 + i), t.acc + i * Ev, inv, Ev);
             ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + (i0 + i) * a->lse.strides[2]] =
                 t.l[i] == 0.0f ? -INFINITY : t.m[i] + logf(t.l[i]);
         }
