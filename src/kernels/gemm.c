@@ -316,6 +316,8 @@ static int axpy_path(const tn_gemm *g) {
     return g->m <= 4 && types && g->b.col_stride == 1 && g->c.col_stride == 1;
 }
 
+enum { AXPY_ROWS = 64 }; /* rows of B per call (the kernels take them four at a time) */
+
 static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
     int32_t es = tn_dtype_size(g->a.dtype);
     const char *a = (const char *)g->a.data + batch * g->a.batch_stride * es;
@@ -324,13 +326,16 @@ static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int
     for (int64_t i = 0; i < g->m; i++) {
         float *row = c + i * g->c.row_stride;
         for (int64_t j = j0; j < j1; j++) row[j] = g->beta == 0.0f ? 0.0f : g->beta * row[j];
-        for (int64_t p = 0; p < g->k; p++) {
-            float x = g->alpha * load_f32(a, i * g->a.row_stride + p * g->a.col_stride, g->a.dtype);
-            const char *brow = b + (p * g->b.row_stride + j0) * es;
+        for (int64_t p0 = 0; p0 < g->k; p0 += AXPY_ROWS) {
+            int64_t rows = g->k - p0 < AXPY_ROWS ? g->k - p0 : AXPY_ROWS;
+            float x[AXPY_ROWS];
+            for (int64_t r = 0; r < rows; r++)
+                x[r] = g->alpha * load_f32(a, i * g->a.row_stride + (p0 + r) * g->a.col_stride, g->a.dtype);
+            const char *brows = b + (p0 * g->b.row_stride + j0) * es;
             if (g->a.dtype == TN_DTYPE_F32)
-                k->axpy_f32(j1 - j0, x, (const float *)brow, row + j0);
+                k->axpy_rows_f32(j1 - j0, rows, x, (const float *)brows, g->b.row_stride, row + j0);
             else
-                k->axpy_bf16(j1 - j0, x, (const uint16_t *)brow, row + j0);
+                k->axpy_rows_bf16(j1 - j0, rows, x, (const uint16_t *)brows, g->b.row_stride, row + j0);
         }
     }
 }

@@ -21,13 +21,23 @@ static int unary_f32(tn_unary_op op, int64_t n, float *o, int64_t os, const floa
     return unary_f32_rows(op, n, o, os, x, xs);
 }
 
-static void axpy_f32(int64_t n, float a, const float *x, float *restrict y) {
-    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
-static void axpy_bf16(int64_t n, float a, const uint16_t *x, float *restrict y) {
-    for (int64_t i = 0; i < n; i++) y[i] += a * tn_bf16_to_f32_inline(x[i]);
-}
+/* y[i] += a[0] x[i] + a[1] x[ldx + i] + ... over `rows` rows of x (four at a time: one pass
+ * over y per four rows of B, and four streams of B in flight). */
+#define TN_AXPY_ROWS(name, type, load)                                                              \
+    static void name(int64_t n, int64_t rows, const float *a, const type *x, int64_t ldx, float *restrict y) { \
+        int64_t r = 0;                                                                              \
+        for (; r + 4 <= rows; r += 4) {                                                             \
+            const type *x0 = x + r * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;           \
+            float a0 = a[r], a1 = a[r + 1], a2 = a[r + 2], a3 = a[r + 3];                           \
+            for (int64_t i = 0; i < n; i++)                                                         \
+                y[i] += a0 * load(x0[i]) + a1 * load(x1[i]) + a2 * load(x2[i]) + a3 * load(x3[i]); \
+        }                                                                                           \
+        for (; r < rows; r++)                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i] += a[r] * load(x[r * ldx + i]);                    \
+    }
+#define TN_AS_F32(v) (v)
+TN_AXPY_ROWS(axpy_rows_f32, float, TN_AS_F32)
+TN_AXPY_ROWS(axpy_rows_bf16, uint16_t, tn_bf16_to_f32_inline)
 
 /* Sixteen independent partial sums: the compiler vectorizes them without reassociating. */
 static float dot_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
@@ -144,8 +154,8 @@ void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;
     t->unary_f32 = unary_f32;
-    t->axpy_f32 = axpy_f32;
-    t->axpy_bf16 = axpy_bf16;
+    t->axpy_rows_f32 = axpy_rows_f32;
+    t->axpy_rows_bf16 = axpy_rows_bf16;
     t->widen_half = widen_half;
     t->narrow_half = narrow_half;
 }

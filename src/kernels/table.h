@@ -40,8 +40,8 @@ typedef struct tn_kernel_table {
      * along k into a panel */
     void (*gemm_bf16_pack_b_cols)(int64_t kp, int64_t n, const uint16_t *col, int64_t cs,
                                   uint16_t *d, int32_t nr);
-    /* y[i] += a * x[i] for i < n, x bfloat16, y float32 */
-    void (*axpy_bf16)(int64_t n, float a, const uint16_t *x, float *y);
+    /* y[i] += sum over r < rows of a[r] * x[r*ldx + i], for i < n; x bfloat16, y float32 */
+    void (*axpy_rows_bf16)(int64_t n, int64_t rows, const float *a, const uint16_t *x, int64_t ldx, float *y);
     /* d[i*ds] = float32(s[i*ss]) for i < n, t bfloat16 or float16 */
     void (*widen_half)(tn_dtype t, int64_t n, float *d, int64_t ds, const uint16_t *s, int64_t ss);
     /* d[i*ds] = t(s[i*ss]), rounded to nearest even, NaN kept */
@@ -52,8 +52,8 @@ typedef struct tn_kernel_table {
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
     void (*softmax_backward_f32)(int64_t n, const float *g, const float *y, float *out, int log);
-    /* y[i] += a * x[i] for i < n, contiguous float32 */
-    void (*axpy_f32)(int64_t n, float a, const float *x, float *y);
+    /* the same, x float32 */
+    void (*axpy_rows_f32)(int64_t n, int64_t rows, const float *a, const float *x, int64_t ldx, float *y);
     /* fused attention (see attention.c and tn/attention.h) */
     int64_t (*attention_scratch_floats)(const struct tn_attention *a);
     void (*attention_forward)(const struct tn_kernel_table *k, const struct tn_attention *a,
