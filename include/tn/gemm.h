@@ -54,8 +54,12 @@ void tn_kernel_gemm_pack_b(const tn_gemm *g, void *dst, int32_t ith, int32_t nth
 
 /* Scratch (in floats) one thread of tn_kernel_gemm needs. */
 int64_t tn_gemm_scratch_floats(void);
+/* Whether tn_kernel_gemm writes this GEMM's bfloat16/float16 C itself (bfloat16 operands on
+ * a CPU with AVX512-BF16, m > 4, C's rows contiguous): it then rounds each block of C once,
+ * from a float32 block kept in cache. */
+int tn_gemm_half_c(const tn_gemm *g);
 /* One thread's share; `scratch` holds tn_gemm_scratch_floats() floats, 64-byte aligned.
- * C must be float32 here (the launch converts other output dtypes). */
+ * C must be float32 here unless tn_gemm_half_c(g) (the launch converts other output dtypes). */
 void tn_kernel_gemm(const tn_gemm *g, float *scratch, int32_t ith, int32_t nth);
 
 #ifdef __cplusplus

@@ -22,7 +22,8 @@
 enum { KC = 256, MC = 96, NC = 1024 };
 
 int64_t tn_gemm_scratch_floats(void) {
-    return (int64_t)MC * KC + (int64_t)KC * NC + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR;
+    /* A block, B block, an edge tile, and the float32 block of a half-precision C */
+    return (int64_t)MC * KC + (int64_t)KC * NC + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR + (int64_t)MC * NC;
 }
 
 static inline float load_f32(const char *base, int64_t index, tn_dtype t) {
@@ -300,6 +301,76 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
     }
 }
 
+/* block_bf16 for a bfloat16/float16 C: each MC x NC block of C is accumulated over all of k
+ * in a float32 block of the scratch, which stays in cache, then rounded into C once (no
+ * float32 copy of C goes through memory). Rows go outside the k loop, so B's block is packed
+ * again for every MC rows when it is not packed already. */
+static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const uint16_t *abase = (const uint16_t *)g->a.data + batch * g->a.batch_stride;
+    const uint16_t *bbase = (const uint16_t *)g->b.data + batch * g->b.batch_stride;
+    uint16_t *cbase = (uint16_t *)g->c.data + batch * g->c.batch_stride;
+    const int32_t mr = k->gemm_bf16_mr, nr = k->gemm_bf16_nr;
+    uint16_t *ap = (uint16_t *)scratch;
+    uint16_t *bp = (uint16_t *)(scratch + MC * KC);
+    float *tile = scratch + MC * KC + (int64_t)KC * NC;
+    float *cf = tile + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR; /* MC x NC, row stride NC */
+    for (int64_t jc = j0; jc < j1; jc += NC) {
+        int64_t nc = j1 - jc < NC ? j1 - jc : NC;
+        for (int64_t ic = i0; ic < i1; ic += MC) {
+            int64_t mc = i1 - ic < MC ? i1 - ic : MC;
+            for (int64_t pc = 0; pc < g->k; pc += KC) {
+                int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+                const uint16_t *bblock = bp;
+                if (g->b_packed)
+                    bblock = (const uint16_t *)g->b_packed + pc / 2 * panels(g->n, nr) * nr * 2 + (jc / nr) * kp * nr * 2;
+                else
+                    pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
+                int in_place = g->a.col_stride == 1 && kc % 2 == 0;
+                int64_t full = in_place ? mc / mr * mr : 0;
+                if (full < mc) pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
+                for (int64_t jr = 0; jr < nc; jr += nr)
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const uint16_t *a_panel =
+                            ir < full ? abase + (ic + ir) * g->a.row_stride + pc : ap + (ir - full) * 2 * kp;
+                        int64_t lda = ir < full ? g->a.row_stride : 2 * kp;
+                        const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
+                        if (g->b_packed && jr + nr < nc)
+                            prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
+                        int64_t rows = mc - ir < mr ? mc - ir : mr, cols = nc - jr < nr ? nc - jr : nr;
+                        float *c = cf + ir * NC + jr;
+                        if (rows == mr && cols == nr) {
+                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, NC, pc > 0);
+                            continue;
+                        }
+                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr, 0);
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t q = 0; q < cols; q++)
+                                c[r * NC + q] = (pc > 0 ? c[r * NC + q] : 0.0f) + tile[r * nr + q];
+                    }
+            }
+            for (int64_t r = 0; r < mc; r++) {
+                float *src = cf + r * NC;
+                uint16_t *dst = cbase + (ic + r) * g->c.row_stride + jc;
+                if (g->alpha != 1.0f || g->beta != 0.0f)
+                    for (int64_t q = 0; q < nc; q++) {
+                        float old = g->beta == 0.0f ? 0.0f
+                                    : g->c.dtype == TN_DTYPE_BF16 ? tn_bf16_to_f32_inline(dst[q])
+                                                                  : tn_f16_to_f32_inline(dst[q]);
+                        src[q] = g->alpha * src[q] + (g->beta == 0.0f ? 0.0f : g->beta * old);
+                    }
+                k->narrow_half(g->c.dtype, nc, dst, 1, src, 1);
+            }
+        }
+    }
+}
+
+int tn_gemm_half_c_with(const tn_kernel_table *k, const tn_gemm *g) {
+    return k->gemm_bf16_ukernel && g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16 &&
+           (g->c.dtype == TN_DTYPE_BF16 || g->c.dtype == TN_DTYPE_F16) && g->c.col_stride == 1 && g->m > 4 &&
+           g->k > 0;
+}
+
 /* Small m, contiguous rows of A and columns of B (both float32 or both bfloat16): one dot
  * product per output. */
 static int dot_path(const tn_gemm *g) {
@@ -424,6 +495,8 @@ void tn_kernel_gemm_pack_b(const tn_gemm *g, void *dst, int32_t ith, int32_t nth
     tn_gemm_pack_b_with(tn_kernels(), g, dst, ith, nth);
 }
 
+int tn_gemm_half_c(const tn_gemm *g) { return tn_gemm_half_c_with(tn_kernels(), g); }
+
 void tn_kernel_gemm(const tn_gemm *g, float *scratch, int32_t ith, int32_t nth) {
     tn_gemm_with(tn_kernels(), g, scratch, ith, nth);
 }
@@ -433,6 +506,7 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
     tn_gemm checked = *g_in;
     if (checked.b_packed && !samples_match(k, &checked)) checked.b_packed = NULL;
     const tn_gemm *g = &checked;
+    const int half_c = tn_gemm_half_c_with(k, g); /* else C is float32 */
     int64_t first, last;
     if (g->batch >= nth) { /* whole matrices per thread */
         tn_slice(g->batch, ith, nth, &first, &last);
@@ -441,6 +515,8 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
                 dots(g, k, b, 0, g->n);
             else if (axpy_path(g))
                 axpys(g, k, b, 0, g->n);
+            else if (half_c)
+                block_bf16_half_c(g, k, scratch, b, 0, g->m, 0, g->n);
             else if (bf16_path(g, k))
                 block_bf16(g, k, scratch, b, 0, g->m, 0, g->n);
             else
@@ -470,7 +546,9 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
                 i1 = last * mr < g->m ? last * mr : g->m;
             }
             if (i0 < i1 && j0 < j1) {
-                if (bf16)
+                if (half_c)
+                    block_bf16_half_c(g, k, scratch, b, i0, i1, j0, j1);
+                else if (bf16)
                     block_bf16(g, k, scratch, b, i0, i1, j0, j1);
                 else
                     block(g, k, scratch, b, i0, i1, j0, j1);

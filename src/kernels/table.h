@@ -79,6 +79,7 @@ void tn_gemm_pack_b_with(const tn_kernel_table *k, const struct tn_gemm *g, void
                          int32_t nth);
 void tn_gemm_with(const tn_kernel_table *k, const struct tn_gemm *g, float *scratch, int32_t ith,
                   int32_t nth);
+int tn_gemm_half_c_with(const tn_kernel_table *k, const struct tn_gemm *g);
 
 /* Each ISA's file fills the entries it implements. */
 void tn_kernels_install_ref(tn_kernel_table *t);

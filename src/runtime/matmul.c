@@ -82,7 +82,7 @@ tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g) 
     if (!supported(g->a.dtype) || !supported(g->b.dtype) || !supported(g->c.dtype))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM supports float32/bfloat16/float16 operands");
     if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;
-    gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32, 0};
+    gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32 && !tn_gemm_half_c(g), 0};
     return tn_stream_launch(stream, name ? name : "gemm", run_gemm, &t, sizeof t);
 }
 

@@ -23,17 +23,27 @@ typedef struct shape {
     int a_trans, b_trans;
     float alpha, beta;
     tn_dtype in;
+    tn_dtype out; /* C's dtype (0: float32) */
 } shape;
 
 static float get(const void *p, int64_t i, tn_dtype t) {
+    if (t == TN_DTYPE_F16) return tn_f16_to_f32(((const uint16_t *)p)[i]);
     return t == TN_DTYPE_F32 ? ((const float *)p)[i] : tn_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static void put(void *p, int64_t i, tn_dtype t, float x) {
+    if (t == TN_DTYPE_F32) ((float *)p)[i] = x;
+    else if (t == TN_DTYPE_BF16) ((uint16_t *)p)[i] = tn_f32_to_bf16(x);
+    else ((uint16_t *)p)[i] = tn_f32_to_f16(x);
 }
 
 static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int packed) {
     int64_t asz = s->batch * s->m * s->k, bsz = s->batch * s->k * s->n, csz = s->batch * s->m * s->n;
     int es = tn_dtype_size(s->in);
     char *a = malloc((size_t)(asz * es) + 1), *b = malloc((size_t)(bsz * es) + 1);
-    float *c = malloc((size_t)csz * sizeof(float) + 4), *c0 = malloc((size_t)csz * sizeof(float) + 4);
+    tn_dtype out = s->out ? s->out : TN_DTYPE_F32;
+    void *c = malloc((size_t)csz * sizeof(float) + 4);
+    float *c0 = malloc((size_t)csz * sizeof(float) + 4);
     float *scratch = NULL;
     if (posix_memalign((void **)&scratch, 64, (size_t)tn_gemm_scratch_floats() * sizeof(float))) return 0;
     for (int64_t i = 0; i < asz; i++) {
@@ -44,12 +54,19 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int p
         if (s->in == TN_DTYPE_F32) ((float *)b)[i] = value(i, 2);
         else ((uint16_t *)b)[i] = tn_f32_to_bf16(value(i, 2));
     }
-    for (int64_t i = 0; i < csz; i++) c[i] = c0[i] = s->beta == 0.0f ? NAN : value(i, 3);
+    for (int64_t i = 0; i < csz; i++) {
+        put(c, i, out, s->beta == 0.0f ? NAN : value(i, 3));
+        c0[i] = get(c, i, out);
+    }
     tn_gemm g = {.batch = s->batch, .m = s->m, .n = s->n, .k = s->k, .alpha = s->alpha, .beta = s->beta};
     /* A stored m x k (or k x m when transposed), B k x n (or n x k) */
     g.a = (tn_matrix){a, s->in, s->a_trans ? 1 : s->k, s->a_trans ? s->m : 1, s->m * s->k};
     g.b = (tn_matrix){b, s->in, s->b_trans ? 1 : s->n, s->b_trans ? s->k : 1, s->k * s->n};
-    g.c = (tn_matrix){c, TN_DTYPE_F32, s->n, 1, s->m * s->n};
+    g.c = (tn_matrix){c, out, s->n, 1, s->m * s->n};
+    if (out != TN_DTYPE_F32 && !tn_gemm_half_c_with(k, &g)) { /* this variant writes float32 C only */
+        free(a), free(b), free(c), free(c0), free(scratch);
+        return 1;
+    }
     void *bp = NULL;
     int64_t bytes = packed ? tn_gemm_packed_b_bytes_with(k, &g) : 0;
     if (bytes > 0) { /* packed by two threads: the layout does not depend on the split;
@@ -79,11 +96,13 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int p
                 }
                 int64_t ci = bt * s->m * s->n + i * s->n + j;
                 want = s->alpha * want + (s->beta == 0.0f ? 0.0 : s->beta * c0[ci]);
-                if (fabs(c[ci] - want) > 1e-5 * (mag + 1.0)) {
+                double got = get(c, ci, out), tol = 1e-5 * (mag + 1.0);
+                if (out != TN_DTYPE_F32) tol += fabs(want) * (out == TN_DTYPE_BF16 ? 1.0 / 256 : 1.0 / 2048);
+                if (fabs(got - want) > tol) {
                     fprintf(stderr, "  gemm b%lld m%lld n%lld k%lld at (%lld,%lld,%lld): %g vs %g\n",
                             (long long)s->batch, (long long)s->m,
                             (long long)s->n, (long long)s->k, (long long)bt, (long long)i,
-                            (long long)j, (double)c[ci], want);
+                            (long long)j, got, want);
                     ok = 0;
                 }
             }
@@ -97,30 +116,35 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int p
 
 void test_gemm_every_isa(void) {
     const shape shapes[] = {
-        {1, 1, 1, 1, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},
-        {1, 7, 5, 3, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},
-        {1, 37, 53, 300, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},   /* two k blocks, edge tiles */
-        {1, 13, 1100, 20, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32},  /* n past one block, B transposed */
-        {1, 101, 9, 17, 1, 1, 1.0f, 2.0f, TN_DTYPE_F32},    /* both transposed, beta */
-        {3, 10, 20, 30, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32},    /* batch */
-        {1, 1, 300, 257, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32},   /* dot path: x @ W.T */
-        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_F32},    /* row path: x @ B */
-        {2, 2, 40, 9, 1, 0, 1.0f, 1.5f, TN_DTYPE_F32},      /* row path, A transposed, beta */
-        {2, 3, 70, 64, 0, 1, 1.0f, 0.5f, TN_DTYPE_F32},     /* dot path, batch, beta */
-        {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 inputs */
-        {1, 2, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},    /* bf16 dot path */
-        {1, 30, 45, 70, 1, 0, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16, A transposed */
-        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16},  /* bf16: odd k over two k blocks */
-        {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16},   /* bf16: W.T, alpha, beta, odd k */
-        {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16},  /* bf16: batch, n past a block */
-        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 row path: x @ B */
-        {1, 1, 100, 77, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},   /* bf16 dot path, odd k tail */
-        {1, 21, 70, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16},  /* bf16 W.T: transposed 16x16 packs */
-        {1, 70, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32}, /* W.T over k and n blocks */
-        {1, 70, 1100, 601, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16}, /* the same in bf16, odd k */
-        {3, 10, 20, 30, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},    /* batch: B is not packed */
-        {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* empty */
-        {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32},       /* k = 0: C = 0 */
+        {1, 1, 1, 1, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
+        {1, 7, 5, 3, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
+        {1, 37, 53, 300, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},   /* two k blocks, edge tiles */
+        {1, 13, 1100, 20, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32, 0},  /* n past one block, B transposed */
+        {1, 101, 9, 17, 1, 1, 1.0f, 2.0f, TN_DTYPE_F32, 0},    /* both transposed, beta */
+        {3, 10, 20, 30, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32, 0},    /* batch */
+        {1, 1, 300, 257, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32, 0},   /* dot path: x @ W.T */
+        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_F32, 0},    /* row path: x @ B */
+        {2, 2, 40, 9, 1, 0, 1.0f, 1.5f, TN_DTYPE_F32, 0},      /* row path, A transposed, beta */
+        {2, 3, 70, 64, 0, 1, 1.0f, 0.5f, TN_DTYPE_F32, 0},     /* dot path, batch, beta */
+        {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16 inputs */
+        {1, 2, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},    /* bf16 dot path */
+        {1, 30, 45, 70, 1, 0, 1.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16, A transposed */
+        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, 0},  /* bf16: odd k over two k blocks */
+        {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16, 0},   /* bf16: W.T, alpha, beta, odd k */
+        {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, 0},  /* bf16: batch, n past a block */
+        {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16 row path: x @ B */
+        {1, 1, 100, 77, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16 dot path, odd k tail */
+        {1, 21, 70, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},  /* bf16 W.T: transposed 16x16 packs */
+        {1, 70, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32, 0}, /* W.T over k and n blocks */
+        {1, 70, 1100, 601, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0}, /* the same in bf16, odd k */
+        {3, 10, 20, 30, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},    /* batch: B is not packed */
+        {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},  /* bf16 C written directly */
+        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_F16},  /* f16 C over two k blocks */
+        {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},  /* alpha, beta, odd k */
+        {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* batch, n past a block */
+        {1, 100, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* m, n and k past blocks */
+        {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
+        {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
     for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
         const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
