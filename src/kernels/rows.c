@@ -94,12 +94,12 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     for (int l = 0; l < 16; l++) mx = m16[l] > mx ? m16[l] : mx;
     for (int64_t j = 0; j < n; j++) nan |= x[j] != x[j];
     if (nan) mx = NAN;
-    for (i = 0; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            float e = tn_expf(x[i + l] - mx);
-            if (!log) y[i + l] = e;
-            s16[l] += e;
-        }
+    if (log) /* two loops: no test per element, and the constants stay in registers */
+        for (i = 0; i + 16 <= n; i += 16)
+            for (int l = 0; l < 16; l++) s16[l] += tn_expf(x[i + l] - mx);
+    else
+        for (i = 0; i + 16 <= n; i += 16)
+            for (int l = 0; l < 16; l++) s16[l] += y[i + l] = tn_expf(x[i + l] - mx);
     double sum = 0;
     for (; i < n; i++) {
         float e = tn_expf(x[i] - mx);
