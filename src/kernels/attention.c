@@ -153,6 +153,44 @@ static inline float score(const tn_attention *a, const float *qf, int64_t b, int
     return s;
 }
 
+/* Scores of query row (b, h, i) against keys j0 .. j0+n into s. Contiguous float32 or bfloat16
+ * keys without a bias go four at a time: four independent sums share each load of q. */
+#define TN_DOT4(type, load)                                                                         \
+    for (; j + 4 <= n; j += 4) {                                                                    \
+        const type *k0 = (const type *)a->k.data + row_off(&a->k, b, hk, j0 + j), *k1 = k0 + ks,    \
+                   *k2 = k1 + ks, *k3 = k2 + ks;                                                     \
+        float p0[16] = {0}, p1[16] = {0}, p2[16] = {0}, p3[16] = {0}, t0 = 0, t1 = 0, t2 = 0, t3 = 0; \
+        int64_t e = 0;                                                                              \
+        for (; e + 16 <= E; e += 16)                                                                \
+            for (int l = 0; l < 16; l++) {                                                          \
+                float x = qf[e + l];                                                                \
+                p0[l] += x * load(k0[e + l]);                                                       \
+                p1[l] += x * load(k1[e + l]);                                                       \
+                p2[l] += x * load(k2[e + l]);                                                       \
+                p3[l] += x * load(k3[e + l]);                                                       \
+            }                                                                                       \
+        for (; e < E; e++) {                                                                        \
+            t0 += qf[e] * load(k0[e]);                                                              \
+            t1 += qf[e] * load(k1[e]);                                                              \
+            t2 += qf[e] * load(k2[e]);                                                              \
+            t3 += qf[e] * load(k3[e]);                                                              \
+        }                                                                                           \
+        for (int l = 0; l < 16; l++) t0 += p0[l], t1 += p1[l], t2 += p2[l], t3 += p3[l];            \
+        s[j] = t0, s[j + 1] = t1, s[j + 2] = t2, s[j + 3] = t3;                                     \
+    }
+#define TN_AS_FLOAT(v) (v)
+
+static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i, int64_t j0,
+                   int64_t n, float *s) {
+    int64_t E = a->q.sizes[3], ks = a->k.strides[2], j = 0;
+    if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32) {
+        TN_DOT4(float, TN_AS_FLOAT)
+    } else if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_BF16) {
+        TN_DOT4(uint16_t, tn_bf16_to_f32_inline)
+    }
+    for (; j < n; j++) s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
+}
+
 /* Few query rows (decoding): each row against the keys directly, dot products and axpys over
  * the head dimension; packing tiles for one row would cost more than it saves. */
 static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
@@ -171,7 +209,7 @@ static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int
         int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
         for (int64_t j0 = 0; j0 < keys; j0 += KB) {
             int64_t n = keys - j0 < KB ? keys - j0 : KB;
-            for (int64_t j = 0; j < n; j++) s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
+            scores(a, qf, b, h, hk, i, j0, n, s);
             float bm = max_lanes(s, n), m_new = bm > m ? bm : m;
             if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
             float alpha = tn_expf(m - m_new);
