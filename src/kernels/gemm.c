@@ -246,16 +246,58 @@ static int bf16_path(const tn_gemm *g, const tn_kernel_table *k) {
     return k->gemm_bf16_ukernel && g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16;
 }
 
+/* One matrix of a batch on the bf16 micro-kernel: its operands and the thread's scratch (A
+ * block, B block, an edge tile). */
+typedef struct bf16_operands {
+    const uint16_t *a, *b;
+    uint16_t *ap, *bp;
+    float *tile;
+    int32_t mr, nr;
+} bf16_operands;
+
+static bf16_operands bf16_operands_of(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch) {
+    bf16_operands o = {(const uint16_t *)g->a.data + batch * g->a.batch_stride,
+                       (const uint16_t *)g->b.data + batch * g->b.batch_stride,
+                       (uint16_t *)scratch, (uint16_t *)(scratch + MC * KC),
+                       scratch + MC * KC + (int64_t)KC * NC, k->gemm_bf16_mr, k->gemm_bf16_nr};
+    return o;
+}
+
+/* B's k block pc (kc rows) over columns jc .. jc+nc in bf16 pair panels: the pre-packed copy,
+ * or packed into bp. */
+static const uint16_t *b_block_bf16(const tn_gemm *g, const tn_kernel_table *k, uint16_t *bp, const uint16_t *bbase,
+                                    int64_t pc, int64_t kc, int64_t jc, int64_t nc, int32_t nr) {
+    int64_t kp = (kc + 1) / 2;
+    if (g->b_packed)
+        return (const uint16_t *)g->b_packed + pc / 2 * panels(g->n, nr) * nr * 2 + (jc / nr) * kp * nr * 2;
+    pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
+    return bp;
+}
+
+/* Rows ic .. ic+mc of A's k block pc: read in place when contiguous along k in whole pairs,
+ * only a ragged last panel copied into ap (the micro-kernel always reads mr rows). Returns
+ * the rows read in place; a_panel_bf16 then finds each panel. */
+static int64_t a_block_bf16(const tn_gemm *g, uint16_t *ap, const uint16_t *abase, int64_t ic, int64_t mc, int64_t pc,
+                            int64_t kc, int32_t mr) {
+    int64_t full = g->a.col_stride == 1 && kc % 2 == 0 ? mc / mr * mr : 0;
+    if (full < mc) pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
+    return full;
+}
+
+static const uint16_t *a_panel_bf16(const tn_gemm *g, const uint16_t *ap, const uint16_t *abase, int64_t ic,
+                                    int64_t ir, int64_t full, int64_t pc, int64_t kp, int64_t *lda) {
+    *lda = ir < full ? g->a.row_stride : 2 * kp;
+    return ir < full ? abase + (ic + ir) * g->a.row_stride + pc : ap + (ir - full) * 2 * kp;
+}
+
 /* block() for bfloat16 operands on the bf16 micro-kernel; alpha scales the result tile. */
 static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                        int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const uint16_t *abase = (const uint16_t *)g->a.data + batch * g->a.batch_stride;
-    const uint16_t *bbase = (const uint16_t *)g->b.data + batch * g->b.batch_stride;
-    float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
-    const int32_t mr = k->gemm_bf16_mr, nr = k->gemm_bf16_nr;
-    uint16_t *ap = (uint16_t *)scratch;
-    uint16_t *bp = (uint16_t *)(scratch + MC * KC);
-    float *tile = scratch + MC * KC + (int64_t)KC * NC;
+    bf16_operands o = bf16_operands_of(g, k, scratch, batch);
+    const uint16_t *abase = o.a, *bbase = o.b;
+    uint16_t *ap = o.ap, *bp = o.bp;
+    float *tile = o.tile, *cbase = (float *)g->c.data + batch * g->c.batch_stride;
+    const int32_t mr = o.mr, nr = o.nr;
     int overwrite = g->beta == 0.0f && g->k > 0; /* as in block() */
     if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
@@ -263,25 +305,13 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
-            const uint16_t *bblock = bp;
-            if (g->b_packed)
-                bblock = (const uint16_t *)g->b_packed + pc / 2 * panels(g->n, nr) * nr * 2 + (jc / nr) * kp * nr * 2;
-            else
-                pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
+            const uint16_t *bblock = b_block_bf16(g, k, bp, bbase, pc, kc, jc, nc, nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
-                /* A in place: contiguous along k and whole pairs; only a ragged last panel is
-                 * copied (the micro-kernel always reads mr rows) */
-                int in_place = g->a.col_stride == 1 && kc % 2 == 0;
-                int64_t full = in_place ? mc / mr * mr : 0;
-                if (full < mc)
-                    pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
+                int64_t full = a_block_bf16(g, ap, abase, ic, mc, pc, kc, mr), lda;
                 for (int64_t jr = 0; jr < nc; jr += nr)
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const uint16_t *a_panel =
-                            ir < full ? abase + (ic + ir) * g->a.row_stride + pc
-                                      : ap + (ir - full) * 2 * kp;
-                        int64_t lda = ir < full ? g->a.row_stride : 2 * kp;
+                        const uint16_t *a_panel = a_panel_bf16(g, ap, abase, ic, ir, full, pc, kp, &lda);
                         const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
                         if (g->b_packed && jr + nr < nc)
                             prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
@@ -307,33 +337,22 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
  * again for every MC rows when it is not packed already. */
 static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const uint16_t *abase = (const uint16_t *)g->a.data + batch * g->a.batch_stride;
-    const uint16_t *bbase = (const uint16_t *)g->b.data + batch * g->b.batch_stride;
-    uint16_t *cbase = (uint16_t *)g->c.data + batch * g->c.batch_stride;
-    const int32_t mr = k->gemm_bf16_mr, nr = k->gemm_bf16_nr;
-    uint16_t *ap = (uint16_t *)scratch;
-    uint16_t *bp = (uint16_t *)(scratch + MC * KC);
-    float *tile = scratch + MC * KC + (int64_t)KC * NC;
-    float *cf = tile + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR; /* MC x NC, row stride NC */
+    bf16_operands o = bf16_operands_of(g, k, scratch, batch);
+    const uint16_t *abase = o.a, *bbase = o.b;
+    uint16_t *ap = o.ap, *bp = o.bp, *cbase = (uint16_t *)g->c.data + batch * g->c.batch_stride;
+    float *tile = o.tile, *cf = tile + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR; /* MC x NC, row stride NC */
+    const int32_t mr = o.mr, nr = o.nr;
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t ic = i0; ic < i1; ic += MC) {
             int64_t mc = i1 - ic < MC ? i1 - ic : MC;
             for (int64_t pc = 0; pc < g->k; pc += KC) {
                 int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
-                const uint16_t *bblock = bp;
-                if (g->b_packed)
-                    bblock = (const uint16_t *)g->b_packed + pc / 2 * panels(g->n, nr) * nr * 2 + (jc / nr) * kp * nr * 2;
-                else
-                    pack_b_pairs(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
-                int in_place = g->a.col_stride == 1 && kc % 2 == 0;
-                int64_t full = in_place ? mc / mr * mr : 0;
-                if (full < mc) pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
+                const uint16_t *bblock = b_block_bf16(g, k, bp, bbase, pc, kc, jc, nc, nr);
+                int64_t full = a_block_bf16(g, ap, abase, ic, mc, pc, kc, mr), lda;
                 for (int64_t jr = 0; jr < nc; jr += nr)
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const uint16_t *a_panel =
-                            ir < full ? abase + (ic + ir) * g->a.row_stride + pc : ap + (ir - full) * 2 * kp;
-                        int64_t lda = ir < full ? g->a.row_stride : 2 * kp;
+                        const uint16_t *a_panel = a_panel_bf16(g, ap, abase, ic, ir, full, pc, kp, &lda);
                         const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
                         if (g->b_packed && jr + nr < nc)
                             prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
