@@ -29,6 +29,10 @@ typedef enum tn_copy_flags {
 /* dst and src have the same sizes. */
 tn_status tn_copy_async(tn_stream_t stream, const tn_tensor *dst, const tn_tensor *src,
                         uint32_t flags);
+/* dst[i] <- src[i] for i < count, device views of equal sizes, in one launch (the inputs of a
+ * concatenation into slices of its output); each copy may convert dtypes. */
+tn_status tn_copy_many_async(tn_stream_t stream, const char *name, const tn_tensor *dst, const tn_tensor *src,
+                             int32_t count);
 /* Byte copy, e.g. when a storage grows. */
 tn_status tn_memcpy_async(tn_stream_t stream, void *dst, const void *src, uint64_t size);
 /* dst[...] = value converted to dst's dtype. */

@@ -84,6 +84,53 @@ tn_status tn_copy_async(tn_stream_t stream, const tn_tensor *dst, const tn_tenso
     return st;
 }
 
+/* Several device copies in one launch (a concatenation): views[2i] <- views[2i + 1]. */
+typedef struct copy_many_task {
+    int32_t count, at;
+    tn_tensor views[];
+} copy_many_task;
+
+static void copy_many_slice(void *p, int32_t ith, int32_t nth) {
+    copy_many_task *t = p;
+    tn_kernel_copy(&t->views[2 * t->at], &t->views[2 * t->at + 1], ith, nth);
+}
+
+static tn_status run_copy_many(void *p) {
+    copy_many_task *t = p;
+    for (t->at = 0; t->at < t->count; t->at++)
+        tn_parallel_run(copy_many_slice, t, tn_tensor_numel(&t->views[2 * t->at]));
+    return TN_STATUS_OK;
+}
+
+tn_status tn_copy_many_async(tn_stream_t stream, const char *name, const tn_tensor *dst, const tn_tensor *src,
+                             int32_t count) {
+    tn_status st;
+    if (count < 0) return tn_error(TN_STATUS_INVALID_ARGUMENT, "copy_many with a negative count");
+    int32_t kept = 0;
+    for (int32_t i = 0; i < count; i++) {
+        if ((st = check_view(&dst[i], "copy destination")) != TN_STATUS_OK) return st;
+        if ((st = check_view(&src[i], "copy source")) != TN_STATUS_OK) return st;
+        if (dst[i].ndim != src[i].ndim || memcmp(dst[i].sizes, src[i].sizes, sizeof(int64_t) * (size_t)dst[i].ndim))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "copy %d: source and destination differ in shape", (int)i);
+        kept += tn_tensor_numel(&dst[i]) > 0;
+    }
+    if (!kept) return TN_STATUS_OK;
+    size_t size = sizeof(copy_many_task) + sizeof(tn_tensor) * 2 * (size_t)kept;
+    copy_many_task *t = malloc(size);
+    if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %d copies", (int)count);
+    t->count = kept;
+    t->at = 0;
+    for (int32_t i = 0, j = 0; i < count; i++)
+        if (tn_tensor_numel(&dst[i]) > 0) {
+            t->views[2 * j] = dst[i];
+            t->views[2 * j + 1] = src[i];
+            j++;
+        }
+    st = tn_stream_launch(stream, name ? name : "copy_many", run_copy_many, t, size);
+    free(t);
+    return st;
+}
+
 typedef struct memcpy_task {
     void *dst;
     const void *src;

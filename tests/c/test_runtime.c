@@ -273,6 +273,35 @@ void test_copy_async_staging(void) {
     CHECK_OK(tn_memory_free(dev));
 }
 
+void test_copy_many(void) {
+    /* a concatenation along the last dim: out (3 x 5) float32 <- a (3 x 2) float32, an empty
+     * piece, b (3 x 3) int32, in one launch */
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    float out[15], a[6];
+    int32_t b[9];
+    for (int i = 0; i < 6; i++) a[i] = (float)i + 0.5f;
+    for (int i = 0; i < 9; i++) b[i] = -i;
+    tn_tensor o = {.data = out, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 5}, .strides = {5, 1}};
+    tn_tensor dst[3] = {o, o, o}, src[3];
+    dst[0].sizes[1] = 2;
+    dst[1].sizes[1] = 0;
+    dst[2].data = out + 2;
+    dst[2].sizes[1] = 3;
+    src[0] = (tn_tensor){.data = a, .dtype = TN_DTYPE_F32, .ndim = 2, .sizes = {3, 2}, .strides = {2, 1}};
+    src[1] = dst[1];
+    src[2] = (tn_tensor){.data = b, .dtype = TN_DTYPE_I32, .ndim = 2, .sizes = {3, 3}, .strides = {3, 1}};
+    CHECK_OK(tn_copy_many_async(s, "cat", dst, src, 3));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int r = 0; r < 3; r++) {
+        CHECK(out[r * 5] == a[r * 2] && out[r * 5 + 1] == a[r * 2 + 1]);
+        for (int c = 0; c < 3; c++) CHECK(out[r * 5 + 2 + c] == (float)b[r * 3 + c]);
+    }
+    src[2].sizes[1] = 2; /* shapes differ: refused, nothing launched */
+    CHECK(tn_copy_many_async(s, "cat", dst, src, 3) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(tn_copy_many_async(s, "cat", dst, src, 0));
+}
+
 void test_device_checks(void) {
     CHECK(tn_device_count() == 4);
     tn_status st = tn_device_check(5);

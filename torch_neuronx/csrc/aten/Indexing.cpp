@@ -23,6 +23,7 @@
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
 #include "runtime/Functions.h"
+#include "tn/copy.h"
 
 namespace torch_neuronx::ops {
 namespace {
@@ -149,11 +150,23 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   shape[d] = total;
   at::native::resize_output(out, shape);
   track_native("aten::cat.out");
+  if (out.numel() == 0) return out;
+  // every input into its slice of out, in one launch
+  tn_tensor o = to_tn_view(out);
+  std::vector<tn_tensor> dst, src;
   int64_t offset = 0;
   for (const Tensor& t : inputs) {
-    if (t.size(d)) out.narrow(d, offset, t.size(d)).copy_(t);
+    if (t.size(d)) {
+      tn_tensor slice = o;
+      slice.data = static_cast<char*>(o.data) + offset * o.strides[d] * static_cast<int64_t>(out.element_size());
+      slice.sizes[d] = t.size(d);
+      dst.push_back(slice);
+      src.push_back(to_tn_view(t));
+    }
     offset += t.size(d);
   }
+  check(tn_copy_many_async(current_stream(out.device().index()), "aten::cat.out", dst.data(), src.data(),
+                           static_cast<int32_t>(dst.size())));
   return out;
 }
 
