@@ -59,9 +59,10 @@ static tn_status run_gemm(void *p) {
             tn_kernel_copy(&dst, &src, 0, 1);
         }
     }
-    /* A multiply-add per 8 units: a 512 x 512 matrix-vector product (1 MiB of float32 weights)
-     * already takes both threads; the hand-over to a spinning worker costs about a microsecond. */
-    int64_t work_units = g->batch * g->m * g->n * (g->k > 0 ? g->k : 1) / 8;
+    /* A unit per multiply-add: a 256 x 256 matrix-vector product (256 KiB of float32 weights,
+     * some 10 us of streaming) already takes two threads; the hand-over to a spinning worker
+     * costs about a microsecond. */
+    int64_t work_units = g->batch * g->m * g->n * (g->k > 0 ? g->k : 1);
     tn_parallel_run(gemm_slice, t, work_units);
     if (t->convert) {
         convert_task c = {view3(&t->out, g->batch, g->m, g->n), view3(&g->c, g->batch, g->m, g->n)};
