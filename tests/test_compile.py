@@ -186,3 +186,26 @@ def test_static_cache_decode_steps_match_cpu():
             torch.testing.assert_close(got.cpu(), ref, **TOL)
     m = get_dynamo_metrics()
     assert m["inplace_updates"] == 2 * cfg.num_hidden_layers and m["fallbacks"] == 0, m
+    # the layers share one attention mask, attention reads the 2 kv heads without repeat_kv's
+    # copies, and views go through Tensor methods
+    assert m["shared_nodes"] > 0 and m["grouped_attention"] == cfg.num_hidden_layers, m
+    assert m["fast_calls"] > 0, m
+
+
+def test_shared_values_stop_at_a_mutation():
+    """A pure node equal to an earlier one takes its value, unless a mutation of what it reads
+    lies between them."""
+    from torch.fx import Graph, GraphModule
+    from torch_neuronx.compiler.passes import share_common_subexpressions
+    aten = torch.ops.aten
+    g = Graph()
+    x = g.placeholder("x")
+    a1, a2 = g.call_function(aten.mul.Tensor, (x, 2)), g.call_function(aten.mul.Tensor, (x, 2))
+    g.call_function(aten.add_.Tensor, (x, 1))
+    a3 = g.call_function(aten.mul.Tensor, (x, 2))
+    g.output((a1, a2, a3))
+    gm = GraphModule(torch.nn.Module(), g)
+    assert share_common_subexpressions(gm) == 1
+    t = torch.ones(3, device="neuron")
+    r1, r2, r3 = gm(t)
+    assert r1 is r2 and torch.equal(r1.cpu(), torch.full((3,), 2.0)) and torch.equal(r3.cpu(), torch.full((3,), 4.0))

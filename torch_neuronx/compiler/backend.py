@@ -7,7 +7,8 @@ import torch
 
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "kernel_builds",
-             "kernel_cache_hits", "inplace_updates", "fallbacks", "compile_seconds")
+             "kernel_cache_hits", "inplace_updates", "shared_nodes", "grouped_attention", "fast_calls", "fallbacks",
+             "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -21,6 +22,10 @@ def get_dynamo_metrics():
       kernel_cache_hits: how many of those the C compiler built, or were found on disk;
     - inplace_updates: updates of a graph input (a static cache) made in place rather than
       by copying the whole input;
+    - shared_nodes: nodes dropped because an equal pure node computes the same value;
+      grouped_attention: attention calls that read shared key/value heads instead of
+      repeated copies; fast_calls: ATen calls made through their Tensor method or torch function (see
+      compiler/passes.py);
     - fallbacks: graphs whose compilation failed and that run on the eager kernels instead
       (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0);
     - compile_seconds: time spent compiling;
@@ -81,6 +86,7 @@ _graph_ids = iter(range(1 << 62))
 def _compile_graph(gm, example_inputs, kind):
     """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
     from .fusion import fuse, reinplace_input_updates
+    from .passes import attend_grouped_heads, bind_fast_calls, share_common_subexpressions
 
     start = time.perf_counter()
     debug = _debug_dir()
@@ -92,7 +98,10 @@ def _compile_graph(gm, example_inputs, kind):
     stats = dict(fused_regions=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0)
     try:
         stats["inplace_updates"] = reinplace_input_updates(gm)
+        stats["shared_nodes"] = share_common_subexpressions(gm)
+        stats["grouped_attention"] = attend_grouped_heads(gm)
         fuse(gm, cache_dir(), debug, stats)
+        stats["fast_calls"] = bind_fast_calls(gm)
     except Exception as e:  # noqa: BLE001 - reported or turned into eager execution below
         if not _fallback_allowed():
             raise RuntimeError(

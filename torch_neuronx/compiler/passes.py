@@ -1,0 +1,210 @@
+"""Graph passes that cut the host's work per call of a compiled graph.
+
+A decode step of a small language model is a few thousand ATen calls, most of them views, and
+on a 2-core machine the host thread that makes them takes compute from the device threads.
+
+- share_common_subexpressions: a pure node computed again with the same arguments (every
+  layer rebuilds the same attention mask, for instance) is computed once. A node that reads a
+  graph input the graph mutates is only shared with nodes on the same side of the mutation.
+- attend_grouped_heads: grouped-query attention reads the shared key and value heads
+  directly; Transformers' repeat_kv (unsqueeze, expand, clone, view: a copy of the whole KV
+  cache per layer and step) is dropped, as the fused kernel maps query head h to kv head
+  h / (Hq / Hkv) itself.
+- bind_fast_calls: ATen calls whose Tensor method or torch function means the same are made
+  through those (Python's argument parser in C++ instead of the boxed operator call: a view
+  costs about 1 us instead of 2.6); `slice` becomes `narrow`, its bounds resolved from the
+  static shape.
+"""
+import operator
+
+import torch
+from torch.fx import GraphModule, Node
+
+aten = torch.ops.aten
+T = torch.Tensor
+
+# ATen overload -> (the same call through a fast binding, keyword arguments it accepts)
+FAST = {
+    aten.view.default: (T.view, ()),
+    aten._unsafe_view.default: (T.view, ()),  # a view of a tensor nothing else aliases
+    aten.t.default: (T.t, ()),
+    aten.unsqueeze.default: (T.unsqueeze, ()),
+    aten.squeeze.dim: (T.squeeze, ()),
+    aten.transpose.int: (T.transpose, ()),
+    aten.permute.default: (T.permute, ()),
+    aten.expand.default: (T.expand, ()),
+    aten.mm.default: (torch.mm, ()),
+    aten.bmm.default: (torch.bmm, ()),
+    aten.mul.Tensor: (torch.mul, ()),
+    aten.add.Tensor: (torch.add, ("alpha",)),
+    aten.neg.default: (torch.neg, ()),
+    aten.cat.default: (torch.cat, ()),
+    aten.where.self: (torch.where, ()),
+    aten.clone.default: (torch.clone, ("memory_format",)),
+    aten.mean.dim: (torch.mean, ("dtype",)),
+    aten.index_copy_.default: (T.index_copy_, ()),
+    aten.copy_.default: (T.copy_, ()),
+}
+
+
+def _pure(node):
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    if target._schema.is_mutable or torch.Tag.nondeterministic_seeded in target.tags:
+        return False
+    return all(not a.alias_info or not a.alias_info.is_write for a in target._schema.arguments)
+
+
+def _key(node):
+    def freeze(x):
+        if isinstance(x, (list, tuple)):
+            return tuple(freeze(y) for y in x)
+        if isinstance(x, dict):
+            return tuple(sorted((k, freeze(v)) for k, v in x.items()))
+        if isinstance(x, (Node, int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
+                          torch.memory_format)):
+            return (type(x), x)
+        raise TypeError
+    try:
+        return (node.target, freeze(node.args), freeze(node.kwargs))
+    except TypeError:
+        return None
+
+
+def _written(node):
+    """The argument nodes a mutating call writes (all of them when the schema cannot say)."""
+    schema, out = node.target._schema, []
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            out += value if isinstance(value, (list, tuple)) else [value]
+    out = [x for x in out if isinstance(x, Node)]
+    return out or node.all_input_nodes
+
+
+def share_common_subexpressions(gm: GraphModule):
+    """Returns how many nodes were replaced by an earlier equal one."""
+    graph = gm.graph
+    inputs = {}  # node -> the graph inputs it reads, directly or not
+    seen = {}    # key -> node
+    shared = 0
+    for node in list(graph.nodes):
+        if node.op == "placeholder":
+            inputs[node] = frozenset([node])
+            continue
+        reads = frozenset().union(*(inputs.get(a, frozenset()) for a in node.all_input_nodes))
+        inputs[node] = reads
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                node.target._schema.is_mutable:
+            # values read before this mutation differ from the same reads after it
+            written = frozenset().union(*(inputs.get(a, frozenset()) for a in _written(node)))
+            seen = {k: n for k, n in seen.items() if not (inputs[n] & written)}
+            continue
+        if not _pure(node):
+            continue
+        key = _key(node)
+        if key is None:
+            continue
+        if key in seen:
+            node.replace_all_uses_with(seen[key])
+            graph.erase_node(node)
+            shared += 1
+        else:
+            seen[key] = node
+    if shared:
+        gm.recompile()
+    return shared
+
+
+def _repeated_heads(node, heads):
+    """x (B, Hkv, S, E) when node is repeat_kv(x) with Hkv * rep == heads, else None."""
+    def call(n, *targets):
+        return isinstance(n, Node) and n.op == "call_function" and n.target in targets
+    if not call(node, aten.view.default, aten._unsafe_view.default) or len(node.users) != 1:
+        return None
+    clone = node.args[0]
+    if not call(clone, aten.clone.default) or len(clone.users) != 1:
+        return None
+    expand = clone.args[0]
+    if not call(expand, aten.expand.default) or len(expand.users) != 1:
+        return None
+    unsqueeze = expand.args[0]
+    if not call(unsqueeze, aten.unsqueeze.default) or unsqueeze.args[1] != 2 or len(unsqueeze.users) != 1:
+        return None
+    x = unsqueeze.args[0]
+    shape = x.meta.get("val").shape if isinstance(x, Node) and "val" in x.meta else None
+    if shape is None or len(shape) != 4 or heads % shape[1] or list(node.args[1]) != \
+            [shape[0], heads, shape[2], shape[3]]:
+        return None
+    return x
+
+
+def attend_grouped_heads(gm: GraphModule):
+    """Returns how many attention calls now read shared kv heads."""
+    graph, rewritten = gm.graph, 0
+    for node in list(graph.nodes):
+        if node.target is not aten._scaled_dot_product_fused_attention_overrideable.default:
+            continue
+        # inference only: a training graph saves k and v for the backward as they are
+        if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
+            continue
+        q, k, v = node.args[:3]
+        heads = q.meta["val"].shape[1] if isinstance(q, Node) and "val" in q.meta else None
+        kx, vx = _repeated_heads(k, heads), _repeated_heads(v, heads) if heads else None
+        if heads is None or kx is None or vx is None:
+            continue
+        node.args = (q, kx, vx) + tuple(node.args[3:])
+        for chain in (k, v):
+            while isinstance(chain, Node) and not chain.users:
+                nxt = chain.args[0]
+                graph.erase_node(chain)
+                chain = nxt if nxt is not kx and nxt is not vx else None
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
+def _narrow(node):
+    """aten.slice with step 1 on a static shape as torch.narrow (start, length)."""
+    x, dim = node.args[0], node.args[1] if len(node.args) > 1 else 0
+    start = node.args[2] if len(node.args) > 2 else None
+    end = node.args[3] if len(node.args) > 3 else None
+    step = node.args[4] if len(node.args) > 4 else 1
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if node.kwargs or step != 1 or val is None or not all(isinstance(v, (int, type(None))) for v in (dim, start, end)):
+        return None
+    size = val.shape[dim]
+    if not isinstance(size, int):
+        return None
+    start, end = start or 0, size if end is None else end
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, start), size)
+    return (x, dim, start, end - start)
+
+
+def bind_fast_calls(gm: GraphModule):
+    """Returns how many calls were rebound."""
+    bound = 0
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is aten.slice.Tensor:
+            args = _narrow(node)
+            if args is not None:
+                node.target, node.args = torch.narrow, args
+                bound += 1
+            continue
+        fast = FAST.get(node.target)
+        if fast is None:
+            continue
+        fn, allowed = fast
+        kwargs = {k: v for k, v in node.kwargs.items() if not (k == "implicit" and v is False)}
+        if any(k not in allowed for k in kwargs):
+            continue
+        node.target, node.kwargs = fn, kwargs
+        bound += 1
+    if bound:
+        gm.recompile()
+    return bound
