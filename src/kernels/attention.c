@@ -122,8 +122,8 @@ static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64
     for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
 }
 
-/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b) and the sum, in 16 lanes so
- * that the loops vectorize. */
+/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b), in 16 lanes so that the
+ * loop vectorizes. */
 static inline float max_lanes(const float *x, int64_t n) {
     float part[16], best = -INFINITY;
     for (int l = 0; l < 16; l++) part[l] = -INFINITY;
@@ -133,16 +133,6 @@ static inline float max_lanes(const float *x, int64_t n) {
     for (; j < n; j++) best = x[j] > best ? x[j] : best;
     for (int l = 0; l < 16; l++) best = part[l] > best ? part[l] : best;
     return best;
-}
-
-static inline float sum_lanes(const float *x, int64_t n) {
-    float part[16] = {0}, total = 0.0f;
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int l = 0; l < 16; l++) part[l] += x[j + l];
-    for (; j < n; j++) total += x[j];
-    for (int l = 0; l < 16; l++) total += part[l];
-    return total;
 }
 
 /* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
@@ -193,7 +183,8 @@ static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h,
 
 /* Few query rows (decoding): each row against the keys directly, dot products and axpys over
  * the head dimension; packing tiles for one row would cost more than it saves. */
-static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
+                         int32_t nth) {
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     float *qf = scratch, *acc = qf + E, *s = acc + Ev;
@@ -214,7 +205,7 @@ static void forward_rows(const tn_attention *a, float *scratch, int32_t ith, int
             if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
             float alpha = tn_expf(m - m_new);
             for (int64_t j = 0; j < n; j++) s[j] = tn_expf(s[j] - m_new);
-            l = l * alpha + sum_lanes(s, n);
+            l = l * alpha + (float)k->sum_f32(n, s);
             if (alpha != 1.0f)
                 for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
             for (int64_t j = 0; j < n; j++) axpy_row(acc, s[j], &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
@@ -359,7 +350,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     const int64_t tq = ((L + tiles - 1) / tiles + nr - 1) / nr * nr; /* even tiles, whole B panels */
     const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
     if (L < ROWS_BELOW) {
-        forward_rows(a, scratch, ith, nth);
+        forward_rows(k, a, scratch, ith, nth);
         return;
     }
     tile_scratch t = carve(a, scratch);

@@ -290,14 +290,36 @@ static const uint16_t *a_panel_bf16(const tn_gemm *g, const uint16_t *ap, const 
     return ir < full ? abase + (ic + ir) * g->a.row_stride + pc : ap + (ir - full) * 2 * kp;
 }
 
+/* The micro-tiles of one block: rows ic .. ic+mc of A's k block pc (the first `full` of them
+ * read in place) by B's block (kp pairs, nc columns), into C at c with cm's strides, scaled by
+ * alpha, added to C or stored. Edge tiles, a strided C and alpha go through the edge tile. */
+static void tiles_bf16(const tn_gemm *g, const tn_kernel_table *k, const bf16_operands *o, const uint16_t *bblock,
+                       int64_t ic, int64_t mc, int64_t full, int64_t pc, int64_t kp, int64_t nc, const tn_matrix *cm,
+                       float *c, float alpha, int add) {
+    const int32_t mr = o->mr, nr = o->nr;
+    int64_t lda;
+    for (int64_t jr = 0; jr < nc; jr += nr)
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+            const uint16_t *a_panel = a_panel_bf16(g, o->ap, o->a, ic, ir, full, pc, kp, &lda);
+            const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
+            if (g->b_packed && jr + nr < nc)
+                prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
+            float *ct = c + ir * cm->row_stride + jr * cm->col_stride;
+            int64_t rows = mc - ir < mr ? mc - ir : mr, cols = nc - jr < nr ? nc - jr : nr;
+            if (rows == mr && cols == nr && cm->col_stride == 1 && alpha == 1.0f) {
+                k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, ct, cm->row_stride, add);
+                continue;
+            }
+            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, o->tile, nr, 0);
+            add_tile(cm, ct, o->tile, rows, cols, nr, alpha, add);
+        }
+}
+
 /* block() for bfloat16 operands on the bf16 micro-kernel; alpha scales the result tile. */
 static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                        int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     bf16_operands o = bf16_operands_of(g, k, scratch, batch);
-    const uint16_t *abase = o.a, *bbase = o.b;
-    uint16_t *ap = o.ap, *bp = o.bp;
-    float *tile = o.tile, *cbase = (float *)g->c.data + batch * g->c.batch_stride;
-    const int32_t mr = o.mr, nr = o.nr;
+    float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
     int overwrite = g->beta == 0.0f && g->k > 0; /* as in block() */
     if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
@@ -305,27 +327,12 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
-            const uint16_t *bblock = b_block_bf16(g, k, bp, bbase, pc, kc, jc, nc, nr);
+            const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
-                int64_t full = a_block_bf16(g, ap, abase, ic, mc, pc, kc, mr), lda;
-                for (int64_t jr = 0; jr < nc; jr += nr)
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const uint16_t *a_panel = a_panel_bf16(g, ap, abase, ic, ir, full, pc, kp, &lda);
-                        const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
-                        if (g->b_packed && jr + nr < nc)
-                            prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
-                        float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
-                        int64_t rows = mc - ir < mr ? mc - ir : mr;
-                        int64_t cols = nc - jr < nr ? nc - jr : nr;
-                        int add = !overwrite || pc > 0;
-                        if (rows == mr && cols == nr && g->c.col_stride == 1 && g->alpha == 1.0f) {
-                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, g->c.row_stride, add);
-                            continue;
-                        }
-                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr, 0);
-                        add_tile(&g->c, c, tile, rows, cols, nr, g->alpha, add);
-                    }
+                int64_t full = a_block_bf16(g, o.ap, o.a, ic, mc, pc, kc, o.mr);
+                float *c = cbase + ic * g->c.row_stride + jc * g->c.col_stride;
+                tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &g->c, c, g->alpha, !overwrite || pc > 0);
             }
         }
     }
@@ -338,35 +345,18 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
 static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     bf16_operands o = bf16_operands_of(g, k, scratch, batch);
-    const uint16_t *abase = o.a, *bbase = o.b;
-    uint16_t *ap = o.ap, *bp = o.bp, *cbase = (uint16_t *)g->c.data + batch * g->c.batch_stride;
-    float *tile = o.tile, *cf = tile + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR; /* MC x NC, row stride NC */
-    const int32_t mr = o.mr, nr = o.nr;
+    uint16_t *cbase = (uint16_t *)g->c.data + batch * g->c.batch_stride;
+    float *cf = o.tile + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR;
+    const tn_matrix cm = {cf, TN_DTYPE_F32, NC, 1, 0}; /* the float32 block: MC x NC */
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t ic = i0; ic < i1; ic += MC) {
             int64_t mc = i1 - ic < MC ? i1 - ic : MC;
             for (int64_t pc = 0; pc < g->k; pc += KC) {
                 int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
-                const uint16_t *bblock = b_block_bf16(g, k, bp, bbase, pc, kc, jc, nc, nr);
-                int64_t full = a_block_bf16(g, ap, abase, ic, mc, pc, kc, mr), lda;
-                for (int64_t jr = 0; jr < nc; jr += nr)
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const uint16_t *a_panel = a_panel_bf16(g, ap, abase, ic, ir, full, pc, kp, &lda);
-                        const uint16_t *b_panel = bblock + (jr / nr) * kp * nr * 2;
-                        if (g->b_packed && jr + nr < nc)
-                            prefetch_part(b_panel + kp * nr * 2, kp * nr * 4, ir / mr, (mc + mr - 1) / mr);
-                        int64_t rows = mc - ir < mr ? mc - ir : mr, cols = nc - jr < nr ? nc - jr : nr;
-                        float *c = cf + ir * NC + jr;
-                        if (rows == mr && cols == nr) {
-                            k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, c, NC, pc > 0);
-                            continue;
-                        }
-                        k->gemm_bf16_ukernel(kp, a_panel, lda, b_panel, tile, nr, 0);
-                        for (int64_t r = 0; r < rows; r++)
-                            for (int64_t q = 0; q < cols; q++)
-                                c[r * NC + q] = (pc > 0 ? c[r * NC + q] : 0.0f) + tile[r * nr + q];
-                    }
+                const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
+                int64_t full = a_block_bf16(g, o.ap, o.a, ic, mc, pc, kc, o.mr);
+                tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &cm, cf, 1.0f, pc > 0);
             }
             for (int64_t r = 0; r < mc; r++) {
                 float *src = cf + r * NC;
@@ -376,7 +366,7 @@ static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float 
                         float old = g->beta == 0.0f ? 0.0f
                                     : g->c.dtype == TN_DTYPE_BF16 ? tn_bf16_to_f32_inline(dst[q])
                                                                   : tn_f16_to_f32_inline(dst[q]);
-                        src[q] = g->alpha * src[q] + (g->beta == 0.0f ? 0.0f : g->beta * old);
+                        src[q] = g->alpha * src[q] + g->beta * old;
                     }
                 k->narrow_half(g->c.dtype, nc, dst, 1, src, 1);
             }

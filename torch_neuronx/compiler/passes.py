@@ -150,9 +150,11 @@ def attend_grouped_heads(gm: GraphModule):
         if any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
             continue
         q, k, v = node.args[:3]
-        heads = q.meta["val"].shape[1] if isinstance(q, Node) and "val" in q.meta else None
-        kx, vx = _repeated_heads(k, heads), _repeated_heads(v, heads) if heads else None
-        if heads is None or kx is None or vx is None:
+        if not (isinstance(q, Node) and "val" in q.meta):
+            continue
+        heads = q.meta["val"].shape[1]
+        kx, vx = _repeated_heads(k, heads), _repeated_heads(v, heads)
+        if kx is None or vx is None:
             continue
         node.args = (q, kx, vx) + tuple(node.args[3:])
         for chain in (k, v):
