@@ -9,6 +9,7 @@
 #include "tn/device_interface.h"
 #include "tn/stream.h"
 #include "tn/memory.h"
+#include "tn/capture.h"
 #include "tn/copy.h"
 #include "tn/random.h"
 #include "tn/kernels.h"

@@ -8,12 +8,18 @@
  * Every block size is one of the size classes round_size() produces, so free blocks sit in
  * one list per class (most recently freed first), with a bitmap of the non-empty classes: an
  * allocation finds the smallest fitting cached block in a few word scans, however many blocks
- * the cache holds. */
+ * the cache holds.
+ *
+ * A capture's pool (tn/capture.h): while a thread records, its allocations on the recorded
+ * stream first reuse a block the recording freed, else take a block as usual and add it to
+ * the pool. A freed pool block counts as free in the statistics of allocations but stays
+ * active and reserved, on the pool's list, until the capture is destroyed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 #include "ptrmap.h"
 
 typedef struct tn_block {
@@ -27,6 +33,7 @@ typedef struct tn_block {
     uint32_t use_mask; /* other streams (by index) recorded on this block */
     tn_event_t events[TN_STREAMS_PER_DEVICE];
     int32_t nevents;
+    tn_capture_pool *owner; /* the capture pool holding the block, or NULL */
     struct tn_block *next;
 } tn_block;
 
@@ -207,6 +214,70 @@ static tn_status out_of_memory(struct tn_allocator *a, uint64_t requested) {
                     r, (int)a->device, c, fr, al, rs);
 }
 
+/* Hands out b (already counted as active). */
+static void allocated(struct tn_allocator *a, tn_block *b, tn_stream_t stream, uint64_t size) {
+    b->stream = stream;
+    b->allocated = 1;
+    b->requested = size;
+    b->use_mask = 0;
+    stat_add(a->stats.allocation, b->pool, 1);
+    stat_add(a->stats.allocated_bytes, b->pool, (int64_t)b->size);
+    stat_add(a->stats.requested_bytes, b->pool, (int64_t)size);
+    publish(a);
+}
+
+/* The smallest block the recording freed that holds `size` without wasting over a quarter. */
+static tn_block *take_from_pool(tn_capture_pool *c, uint64_t size) {
+    tn_block **best = NULL;
+    for (tn_block **p = &c->free; *p; p = &(*p)->next) {
+        uint64_t have = (*p)->size;
+        if (have < size || have * 4 > size * 5 || (have <= TN_SMALL_BLOCK) != (size <= TN_SMALL_BLOCK))
+            continue;
+        if (!best || have < (*best)->size) best = p;
+    }
+    if (!best) return NULL;
+    tn_block *b = *best;
+    *best = b->next;
+    return b;
+}
+
+static int grow_pool(tn_capture_pool *c) {
+    if (c->count < c->capacity) return 0;
+    int64_t n = c->capacity ? 2 * c->capacity : 64;
+    tn_block **grown = realloc(c->blocks, (size_t)n * sizeof *grown);
+    if (!grown) return -1;
+    c->blocks = grown;
+    c->capacity = n;
+    return 0;
+}
+
+void tn_memory_release_pool(tn_capture_pool *c) {
+    pthread_mutex_lock(&lock);
+    for (int64_t i = 0; i < c->count; i++) {
+        tn_block *b = c->blocks[i];
+        if (b->owner != c) continue; /* left the pool (record_stream) */
+        b->owner = NULL;
+        if (b->allocated) continue; /* goes back to the cache when freed */
+        struct tn_allocator *a = tn_device_state_get(b->device)->allocator;
+        stat_add(a->stats.active, b->pool, -1);
+        stat_add(a->stats.active_bytes, b->pool, -(int64_t)b->size);
+        insert_free(a, b);
+    }
+    pthread_mutex_unlock(&lock);
+    free(c->blocks);
+    c->blocks = NULL;
+    c->count = c->capacity = 0;
+    c->free = NULL;
+}
+
+int32_t tn_memory_pool_owns(const tn_capture_pool *c, const void *ptr) {
+    pthread_mutex_lock(&lock);
+    tn_block *b = tn_ptrmap_get(&blocks, ptr);
+    int32_t owns = b && b->owner == c;
+    pthread_mutex_unlock(&lock);
+    return owns;
+}
+
 /* Small requests round to TN_BLOCK_ROUND; large ones to one of eight size classes per power
  * of two (at most 12.5% waste), so that slightly different sizes share cached blocks. */
 static uint64_t round_size(uint64_t size) {
@@ -229,13 +300,33 @@ tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, voi
     uint64_t rounded = round_size(size);
     tn_pool pool = rounded <= TN_SMALL_BLOCK ? TN_POOL_SMALL : TN_POOL_LARGE;
 
+    tn_capture_pool *capture = tn_capture_pool_recording(device);
+    if (capture && capture->stream != stream) {
+        tn_capture_refuse("an allocation on another stream than the one recorded");
+        capture = NULL;
+    }
+
     pthread_mutex_lock(&lock);
     process_pending(a);
+    if (capture) {
+        tn_block *b = take_from_pool(capture, rounded);
+        if (b) {
+            allocated(a, b, stream, size);
+            *ptr = b->ptr;
+            pthread_mutex_unlock(&lock);
+            return TN_STATUS_OK;
+        }
+        if (grow_pool(capture) != 0) {
+            pthread_mutex_unlock(&lock);
+            return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to track a capture's pool");
+        }
+    }
     tn_block *b = take_cached(a, stream, rounded);
     if (!b) b = new_segment(a, pool, rounded);
     if (!b) {
         /* Wait for all streams so pending blocks come free, return the cache, try again. */
         a->stats.num_alloc_retries++;
+        tn_capture_refuse("an allocation that had to wait for the device");
         pthread_mutex_unlock(&lock);
         tn_device_wait_idle(device);
         pthread_mutex_lock(&lock);
@@ -248,16 +339,13 @@ tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, voi
         pthread_mutex_unlock(&lock);
         return st;
     }
-    b->stream = stream;
-    b->allocated = 1;
-    b->requested = size;
-    b->use_mask = 0;
-    stat_add(a->stats.allocation, pool, 1);
     stat_add(a->stats.active, pool, 1);
-    stat_add(a->stats.allocated_bytes, pool, (int64_t)b->size);
     stat_add(a->stats.active_bytes, pool, (int64_t)b->size);
-    stat_add(a->stats.requested_bytes, pool, (int64_t)size);
-    publish(a);
+    allocated(a, b, stream, size);
+    if (capture) {
+        b->owner = capture;
+        capture->blocks[capture->count++] = b;
+    }
     *ptr = b->ptr;
     pthread_mutex_unlock(&lock);
     return TN_STATUS_OK;
@@ -279,6 +367,14 @@ tn_status tn_memory_free(void *ptr) {
     stat_add(a->stats.allocation, b->pool, -1);
     stat_add(a->stats.allocated_bytes, b->pool, -(int64_t)b->size);
     stat_add(a->stats.requested_bytes, b->pool, -(int64_t)b->requested);
+    if (b->owner && b->use_mask) b->owner = NULL; /* used by other streams: leaves the pool */
+    if (b->owner) {
+        b->next = b->owner->free;
+        b->owner->free = b;
+        publish(a);
+        pthread_mutex_unlock(&lock);
+        return TN_STATUS_OK;
+    }
     for (int32_t i = 0; i < TN_STREAMS_PER_DEVICE; i++) {
         tn_stream_t s;
         tn_event_t e;
@@ -311,8 +407,10 @@ tn_status tn_memory_record_stream(void *ptr, tn_stream_t stream) {
         st = tn_error(TN_STATUS_INVALID_ARGUMENT,
                       "record_stream: the stream is on neuron:%d but the tensor on neuron:%d",
                       (int)tn_stream_device(stream), (int)b->device);
-    else if (stream != b->stream)
+    else if (stream != b->stream) {
         b->use_mask |= 1u << tn_stream_index(stream);
+        tn_capture_refuse("record_stream (a tensor used by another stream)");
+    }
     pthread_mutex_unlock(&lock);
     return st;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 #include "tn/copy.h"
 #include "tn/kernels.h"
 #include "tn/parallel.h"
@@ -71,6 +72,7 @@ tn_status tn_copy_async(tn_stream_t stream, const tn_tensor *dst, const tn_tenso
         if (st != TN_STATUS_NOT_READY) return st;
     }
     if (flags & TN_COPY_FLAGS_STAGE_SRC) {
+        tn_capture_refuse("a copy from host memory");
         char *lo, *hi;
         view_span(src, &lo, &hi);
         t.staging = malloc((size_t)(hi - lo));

@@ -55,6 +55,25 @@ tn_status tn_stream_run_if_idle(tn_stream_t stream, const char *op, tn_task_fn f
 /* Returns and clears the first kernel error kept on the stream. */
 tn_status tn_stream_take_error(tn_stream_t stream);
 
+/* Stream capture (capture.c) and its memory pool (kept by allocator.c). */
+typedef struct tn_capture_pool {
+    struct tn_block **blocks; /* every block allocated while recording */
+    int64_t count, capacity;
+    struct tn_block *free;    /* pool blocks not allocated; reused while recording */
+    int32_t device;
+    tn_stream_t stream;
+    int recording;
+} tn_capture_pool;
+
+/* The pool the calling thread's recording allocates from on `device`, or NULL. */
+tn_capture_pool *tn_capture_pool_recording(int32_t device);
+/* Records a launch if the calling thread is recording (stream.c calls it for every launch). */
+void tn_capture_record(tn_stream_t stream, const char *op, tn_task_fn fn, const void *arg,
+                       size_t size);
+/* Returns the pool's blocks to the allocator's cache (allocator.c). */
+void tn_memory_release_pool(tn_capture_pool *pool);
+int32_t tn_memory_pool_owns(const tn_capture_pool *pool, const void *ptr);
+
 /* Shared-memory usage registry (usage.c). */
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);
 void tn_usage_start(int32_t count);

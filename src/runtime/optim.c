@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 #include "tn/optim.h"
 #include "tn/parallel.h"
 
@@ -45,6 +46,7 @@ tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_ada
     t->count = count;
     t->total = total;
     memcpy(t->groups, groups, sizeof(tn_adam_group) * (size_t)count);
+    tn_capture_refuse("an optimizer step (its step count is read at launch)");
     tn_status st = tn_stream_launch(stream, name ? name : "fused adam", run_adam, t, size);
     free(t);
     return st;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 #include "ptrmap.h"
 
 #define MAX_USES 8
@@ -86,6 +87,7 @@ int32_t tn_host_is_pinned(const void *ptr) {
 }
 
 tn_status tn_host_record_stream(void *ptr, tn_stream_t stream) {
+    tn_capture_refuse("a copy between the device and pinned host memory");
     tn_event_t e;
     tn_status st = tn_event_create(TN_EVENT_FLAGS_DEFAULT, &e);
     if (st != TN_STATUS_OK) return st;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 #include "tn/parallel.h"
 #include "tn/kernels.h"
 #include "tn/random.h"
@@ -41,6 +42,7 @@ static tn_status launch(tn_stream_t stream, const tn_tensor *dst, random_task *t
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: too many dimensions", op);
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     t->dst = *dst;
+    tn_capture_refuse("random numbers (a replay would repeat them)");
     return tn_stream_launch(stream, op, run_random, t, sizeof *t);
 }
 
@@ -79,6 +81,7 @@ tn_status tn_random_int_async(tn_stream_t stream, const tn_tensor *dst, uint64_t
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "random_: empty range or bad tensor");
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     random_int_task t = {*dst, seed, offset, range, from};
+    tn_capture_refuse("random numbers (a replay would repeat them)");
     return tn_stream_launch(stream, "aten::random_", run_random_int, &t, sizeof t);
 }
 
@@ -120,6 +123,7 @@ tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "multinomial: bad operands");
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     multinomial_task t = {*out, *probs, replacement, seed, offset, 0, 0};
+    tn_capture_refuse("random numbers (a replay would repeat them)");
     return tn_stream_launch(stream, "aten::multinomial", run_multinomial, &t, sizeof t);
 }
 
@@ -154,6 +158,7 @@ tn_status tn_random_bernoulli_async(tn_stream_t stream, const tn_tensor *dst, co
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "bernoulli_: probabilities must be a float view of dst's shape");
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     bernoulli_task t = {*dst, probs ? *probs : *dst, *dst, probs != NULL, 0, p, seed, offset};
+    tn_capture_refuse("random numbers (a replay would repeat them)");
     return tn_stream_launch(stream, "aten::bernoulli_", run_bernoulli, &t, sizeof t);
 }
 
@@ -176,5 +181,6 @@ tn_status tn_dropout_async(tn_stream_t stream, const tn_tensor *out, const tn_te
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     /* the mask travels in the probs slot */
     bernoulli_task t = {*out, *mask, *in, 1, 0, p, seed, offset};
+    tn_capture_refuse("random numbers (a replay would repeat them)");
     return tn_stream_launch(stream, "aten::native_dropout", run_dropout, &t, sizeof t);
 }

@@ -12,6 +12,7 @@
 #include <sched.h>
 
 #include "internal.h"
+#include "tn/capture.h"
 
 typedef struct tn_task {
     struct tn_task *next;
@@ -165,6 +166,7 @@ static tn_status enqueue(tn_stream_t s, const char *op, tn_task_fn fn, const voi
     s->enqueued++;
     if (s->worker_waiting) pthread_cond_signal(&s->has_work);
     pthread_mutex_unlock(&s->lock);
+    if (tn_capture_active()) tn_capture_record(s, op, fn, arg, arg_size);
     return TN_STATUS_OK;
 }
 
@@ -181,6 +183,7 @@ tn_status tn_stream_launch(tn_stream_t s, const char *op, tn_task_fn fn, const v
 tn_status tn_stream_run_if_idle(tn_stream_t s, const char *op, tn_task_fn fn, void *arg) {
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
+    if (tn_capture_active()) return TN_STATUS_NOT_READY; /* recorded launches only */
     pthread_mutex_lock(&s->lock);
     if (s->head) {
         pthread_mutex_unlock(&s->lock);
@@ -219,6 +222,7 @@ tn_status tn_stream_take_error(tn_stream_t s) {
 }
 
 tn_status tn_stream_synchronize(tn_stream_t s) {
+    tn_capture_refuse("a synchronisation (the host waited for the device's results)");
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
     tn_stream_wait_idle(s);
@@ -307,6 +311,7 @@ static tn_status run_wait(void *p) {
 }
 
 tn_status tn_event_record(tn_event_t e, tn_stream_t s) {
+    tn_capture_refuse("an event record");
     pthread_mutex_lock(&e->lock);
     event_task t = {e, ++e->recorded};
     e->refs++;
@@ -321,6 +326,7 @@ tn_status tn_event_record(tn_event_t e, tn_stream_t s) {
 }
 
 tn_status tn_stream_wait_event(tn_stream_t s, tn_event_t e) {
+    tn_capture_refuse("an event wait");
     pthread_mutex_lock(&e->lock);
     event_task t = {e, e->recorded};
     int pending = e->completed < e->recorded;
@@ -343,6 +349,7 @@ tn_status tn_event_query(tn_event_t e) {
 }
 
 tn_status tn_event_synchronize(tn_event_t e) {
+    tn_capture_refuse("a synchronisation (the host waited for an event)");
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
     pthread_mutex_lock(&e->lock);

@@ -28,6 +28,8 @@ int tn_test_failures;
     X(test_pinned_memory)        \
     X(test_copy_async_staging)   \
     X(test_copy_many)            \
+    X(test_capture_replay)       \
+    X(test_capture_refusals)     \
     X(test_device_checks)        \
     X(test_unary_rows_every_isa) \
     X(test_binary_rows_every_isa) \

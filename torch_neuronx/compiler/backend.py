@@ -8,7 +8,7 @@ import torch
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "kernel_builds",
              "kernel_cache_hits", "inplace_updates", "shared_nodes", "grouped_attention", "fast_calls", "fallbacks",
-             "compile_seconds")
+             "recordings", "replays", "replay_refusals", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -28,6 +28,9 @@ def get_dynamo_metrics():
       compiler/passes.py);
     - fallbacks: graphs whose compilation failed and that run on the eager kernels instead
       (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0);
+    - recordings, replays, replay_refusals: inference graphs whose launches were recorded,
+      calls that replayed a recording as one launch, and graphs that stopped recording
+      (work that cannot replay; see compiler/replay.py);
     - compile_seconds: time spent compiling;
     - graph_breaks and recompiles: Dynamo's own counts for this process."""
     with _lock:
@@ -125,7 +128,11 @@ def _boxed(kind):
     from torch._functorch.aot_autograd import make_boxed_func
 
     def compiler(gm, example_inputs):
-        return make_boxed_func(_compile_graph(gm, example_inputs, kind).forward)
+        forward = make_boxed_func(_compile_graph(gm, example_inputs, kind).forward)
+        if kind == "inference":
+            from .replay import Replayer
+            return Replayer(forward, gm, _count)
+        return forward
     return compiler
 
 
@@ -151,6 +158,9 @@ def neuron_backend(gm, example_inputs, **options):
 
     # keep_inference_input_mutations: an input the graph updates (a static KV cache) is
     # written by a copy_ inside the graph, where reinplace_input_updates can see it
+    # Inference graphs (nothing needs gradients) get their own compiler: only those replay
+    # their launches (compiler/replay.py); a training forward saves new activations each call.
     backend = aot_autograd(fw_compiler=_boxed("forward"), bw_compiler=_boxed("backward"),
+                           inference_compiler=_boxed("inference"),
                            decompositions=_decompositions(), keep_inference_input_mutations=True)
     return backend(gm, example_inputs)

@@ -14,6 +14,7 @@
 
 namespace torch_neuronx {
 void register_compiler(py::module& m);  // compiler/FusedKernels.cpp
+void register_capture(py::module& m);   // compiler/GraphCapture.cpp
 
 namespace {
 
@@ -72,6 +73,7 @@ PyObject* default_generator_object(int device) {
 
 PYBIND11_MODULE(_C, m) {
   torch_neuronx::register_compiler(m);
+  torch_neuronx::register_capture(m);
   using namespace torch_neuronx;
   m.doc() = "TorchNeuron runtime bindings";
   m.def("_init", [] { check(tn_runtime_init(nullptr)); });

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/Functions.h"
+#include "tn/capture.h"
 
 namespace torch_neuronx::ops {
 namespace {
@@ -89,7 +90,9 @@ void make_room(Cache& c, int64_t need) {
 }  // namespace
 
 const void* packed_b(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream) {
-  if (g.m <= 4 || budget_bytes() == 0 || b.is_inference()) return nullptr;
+  // A recording (tn/capture.h) replays its launches later: a packed copy could be evicted or
+  // go stale (the weight updated in place) by then, so recorded GEMMs read B itself.
+  if (g.m <= 4 || budget_bytes() == 0 || b.is_inference() || tn_capture_active()) return nullptr;
   int64_t bytes = tn_gemm_packed_b_bytes(&g);
   if (bytes == 0 || bytes > budget_bytes()) return nullptr;
   Key key{b.storage().unsafeGetStorageImpl(), b.storage_offset(), b.sizes().vec(), b.strides().vec(),

@@ -1,0 +1,152 @@
+/* Stream capture and replay (tn/capture.h): recorded launches replay on the same memory, the
+ * recording's pool reuses its own freed blocks and keeps them from everyone else, and work
+ * that cannot replay is refused with a reason. */
+#include <string.h>
+
+#include "check.h"
+#include "tn/tn.h"
+
+static tn_tensor vec(void *data, int64_t n) {
+    return (tn_tensor){.data = data, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {n}, .strides = {1}};
+}
+
+static float first_value(tn_stream_t s, void *dev) {
+    float host[16];
+    tn_tensor h = vec(host, 16), d = vec(dev, 16);
+    CHECK_OK(tn_copy_async(s, &h, &d, TN_COPY_FLAGS_BLOCKING));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 1; i < 16; i++) CHECK(host[i] == host[0]);
+    return host[0];
+}
+
+static tn_status fill(tn_stream_t s, void *dev, double value) {
+    tn_tensor d = vec(dev, 16);
+    tn_scalar v = {.kind = TN_SCALAR_KIND_FLOAT, .f = value};
+    return tn_fill_async(s, &d, &v);
+}
+
+static int counted;
+static tn_status count(void *p) {
+    counted += *(int *)p;
+    *(int *)p = 1000; /* a task may scribble on its own argument copy */
+    return TN_STATUS_OK;
+}
+
+void test_capture_replay(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(2, 3, &s));
+    const uint64_t bytes = 16 * sizeof(float);
+    void *x, *t, *out, *u;
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &x)); /* the "input", allocated before recording */
+    CHECK_OK(fill(s, x, 2.0));
+
+    tn_capture_t c;
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK(tn_capture_active());
+    tn_capture_t nested;
+    CHECK(tn_capture_begin(s, &nested) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &t));
+    tn_tensor dt = vec(t, 16), dx = vec(x, 16);
+    CHECK_OK(tn_copy_async(s, &dt, &dx, TN_COPY_FLAGS_NONE)); /* t <- x */
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &out));
+    tn_tensor dout = vec(out, 16);
+    CHECK_OK(tn_copy_async(s, &dout, &dt, TN_COPY_FLAGS_NONE)); /* out <- t */
+    CHECK_OK(tn_memory_free(t));
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &u));
+    CHECK(u == t); /* the recording reuses its own freed block */
+    CHECK_OK(fill(s, u, -1.0));
+    CHECK_OK(tn_memory_free(u));
+    int add = 1;
+    CHECK_OK(tn_stream_launch(s, "count", count, &add, sizeof add));
+    CHECK_OK(tn_capture_end(c));
+    CHECK(!tn_capture_active());
+
+    CHECK(tn_capture_replayable(c));
+    CHECK(strcmp(tn_capture_reason(c), "") == 0);
+    CHECK(tn_capture_launches(c) == 4);
+    CHECK(tn_capture_owns(c, out) && tn_capture_owns(c, t) && !tn_capture_owns(c, x));
+    CHECK(first_value(s, out) == 2.0f);
+    CHECK(counted == 1);
+
+    /* new input values, same address: the replay computes with them */
+    CHECK_OK(fill(s, x, 7.0));
+    CHECK_OK(tn_capture_replay(c));
+    CHECK(first_value(s, out) == 7.0f);
+    CHECK_OK(tn_capture_replay(c));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(counted == 3); /* each replay starts from the recorded argument */
+
+    /* pool blocks are not handed to anyone else while the capture lives, even freed */
+    CHECK_OK(tn_memory_free(out));
+    void *other[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(tn_memory_alloc(2, s, bytes, &other[i]));
+        CHECK(other[i] != out && other[i] != t);
+    }
+    for (int i = 0; i < 3; i++) CHECK_OK(tn_memory_free(other[i]));
+    tn_memory_stats before, after;
+    CHECK_OK(tn_memory_get_stats(2, &before));
+    tn_capture_destroy(c);
+    CHECK_OK(tn_memory_get_stats(2, &after));
+    /* destroyed: its two blocks go back to the cache, still reserved but no longer active */
+    CHECK(after.reserved_bytes[TN_POOL_ALL].current == before.reserved_bytes[TN_POOL_ALL].current);
+    CHECK(after.active[TN_POOL_ALL].current == before.active[TN_POOL_ALL].current - 2);
+    CHECK_OK(tn_memory_free(x));
+}
+
+static tn_status failing(void *p) {
+    int *calls = *(int **)p;
+    return ++*calls > 1 ? TN_STATUS_KERNEL_FAILED : TN_STATUS_OK;
+}
+
+void test_capture_refusals(void) {
+    tn_stream_t s, other;
+    CHECK_OK(tn_stream_get(2, 4, &s));
+    CHECK_OK(tn_stream_get(2, 5, &other));
+    tn_capture_t c;
+
+    /* a host synchronisation */
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK_OK(tn_capture_end(c));
+    CHECK(!tn_capture_replayable(c));
+    CHECK(strstr(tn_capture_reason(c), "synchronisation") != NULL);
+    CHECK(tn_capture_replay(c) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(tn_last_error(), "cannot be replayed") != NULL);
+    tn_capture_destroy(c);
+
+    /* a launch on another stream */
+    void *dev;
+    CHECK_OK(tn_memory_alloc(2, other, 64, &dev));
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK_OK(fill(other, dev, 1.0));
+    CHECK_OK(tn_capture_end(c));
+    CHECK(!tn_capture_replayable(c));
+    CHECK(strstr(tn_capture_reason(c), "another stream") != NULL);
+    tn_capture_destroy(c);
+
+    /* random numbers */
+    CHECK_OK(tn_capture_begin(s, &c));
+    tn_tensor d = vec(dev, 16);
+    CHECK_OK(tn_random_uniform_async(s, &d, 1, 0, 0.0, 1.0));
+    CHECK_OK(tn_capture_end(c));
+    CHECK(strstr(tn_capture_reason(c), "random") != NULL);
+    tn_capture_destroy(c);
+    CHECK_OK(tn_stream_synchronize(other));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK_OK(tn_memory_free(dev));
+
+    /* not the recording thread's capture */
+    CHECK(tn_capture_end(NULL) == TN_STATUS_INVALID_ARGUMENT);
+
+    /* a launch that fails on replay: the error names it and reaches the next synchronisation */
+    int calls = 0, *pc = &calls;
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK_OK(tn_stream_launch(s, "flaky", failing, &pc, sizeof pc));
+    CHECK_OK(tn_capture_end(c));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK_OK(tn_capture_replay(c));
+    CHECK(tn_stream_synchronize(s) == TN_STATUS_KERNEL_FAILED);
+    CHECK(strstr(tn_last_error(), "flaky") != NULL && strstr(tn_last_error(), "replayed") != NULL);
+    tn_capture_destroy(c);
+}
