@@ -120,3 +120,19 @@ def test_outputs_sharing_storage_keep_sharing_it():
             assert got[0].untyped_storage().data_ptr() == got[1].untyped_storage().data_ptr()
     m = get_dynamo_metrics()
     assert m["replays"] >= 1 and m["recordings"] + m["replays"] == 3, m
+
+
+def test_host_tensor_inputs_run_as_compiled():
+    """A CPU scalar's value is read when its op is launched: a replay would keep the old one."""
+    def f(x, s):
+        return torch.sin(x) * s + 1.0
+
+    run = compiled(f)
+    s = torch.tensor(1.0)
+    with torch.no_grad():
+        for i in range(4):
+            s.fill_(float(i))  # same address, new value
+            x = torch.randn(8)
+            torch.testing.assert_close(run(x.to("neuron"), s).cpu(), f(x, s), **TOL)
+    m = get_dynamo_metrics()
+    assert m["replays"] == 0 and m["replay_refusals"] == 1, m

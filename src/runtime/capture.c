@@ -135,10 +135,12 @@ static tn_status run_replay(void *p) {
         if (r->size) memcpy(c->scratch, c->args + r->offset, r->size);
         tn_clear_error();
         tn_status st = r->fn(c->scratch);
-        if (st != TN_STATUS_OK)
-            return tn_error(st, "%s (launch %lld of %lld in a replayed capture) failed: %s", r->op,
-                            (long long)i + 1, (long long)c->count,
-                            tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
+        if (st != TN_STATUS_OK) {
+            char why[400]; /* tn_error writes the buffer tn_last_error() reads */
+            snprintf(why, sizeof why, "%s", tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
+            return tn_error(st, "launch %lld of %lld (%s) failed: %s", (long long)i + 1,
+                            (long long)c->count, r->op, why);
+        }
     }
     return TN_STATUS_OK;
 }

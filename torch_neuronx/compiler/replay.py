@@ -119,8 +119,10 @@ class Replayer:
                 self._refuse(f"input {i} changes address and is large, written by the graph or not on neuron")
                 return self.forward(args)
         device = next((x.device for x in args if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
-        if device is None:
-            self._refuse("no input is on neuron")
+        host = next((i for i, x in enumerate(args) if isinstance(x, torch.Tensor) and x.device.type != "neuron"), None)
+        if device is None or host is not None:
+            # a host tensor's value is read when its op is launched: a replay would reuse it
+            self._refuse("no input is on neuron" if device is None else f"input {host} is on {args[host].device}")
             return self.forward(args)
         self.buffers = {i: torch.empty_strided(args[i].size(), args[i].stride(), dtype=args[i].dtype,
                                                device=device) for i in self.moving}
