@@ -8,7 +8,10 @@ Decode step: one token through the model with a StaticCache of 160 positions aft
 over --steps tokens, best of 3. Training step (tiny Llama only): forward, loss and backward
 on a batch of 4 x 64 tokens, best of 3. "compile s" is the first call's time minus an eager
 call's: Dynamo, AOTAutograd and the backend (for neuron: fusion and C builds, or loading
-them from the kernel cache, TORCH_NEURONX_NEFF_CACHE_DIR).
+them from the kernel cache, TORCH_NEURONX_NEFF_CACHE_DIR). "no replay" is the compiled
+step with TORCH_NEURONX_GRAPH_REPLAY=0: every ATen call launched from Python, as before
+replay (compiler/replay.py). "% roof" is, as in bench/llm.py, the decode rate against
+reading every weight once per token at the copy bandwidth.
 """
 import argparse
 import os
@@ -21,6 +24,7 @@ from transformers import StaticCache
 from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, os.path.dirname(__file__))
+from common import copy_bandwidth  # noqa: E402
 from llm import MODELS, tiny_llama  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401
@@ -98,28 +102,38 @@ def main():
     from torch_neuronx import _C
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__} with {torch.get_num_threads()} "
           f"threads; neuron kernels: {_C._isa()}; dtype {args.dtype}")
-    configs = [("neuron compiled", "neuron", "neuron"), ("neuron eager", "neuron", None),
-               ("cpu eager", "cpu", None), ("cpu inductor", "cpu", "inductor")]
-    print(f"{'model':>10} {'step':>7} {'config':>16} {'ms/step':>9} {'vs neuron eager':>16} {'compile s':>10}")
+    bw = copy_bandwidth(10)
+    print(f"copy bandwidth {bw / 1e9:.1f} GB/s")
+    configs = [("neuron compiled", "neuron", "neuron", "1"), ("  no replay", "neuron", "neuron", "0"),
+               ("neuron eager", "neuron", None, "1"), ("cpu eager", "cpu", None, "1"),
+               ("cpu inductor", "cpu", "inductor", "1")]
+    print(f"{'model':>10} {'step':>7} {'config':>16} {'ms/step':>9} {'vs neuron eager':>16} {'compile s':>10}"
+          f" {'% roof':>7}")
     for name in args.models.split(","):
         rows = []
-        for label, device, backend in configs:
+        for label, device, backend, replay in configs:
             torch._dynamo.reset()
+            os.environ["TORCH_NEURONX_GRAPH_REPLAY"] = replay
             model = MODELS[name](dtype)
+            weight_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
             rows.append((label, *decode(model, device, backend, args.steps)))
             del model
-        base = rows[1][1]
+        base = dict((label, t) for label, t, _ in rows)["neuron eager"]
         for label, t, c in rows:
-            print(f"{name:>10} {'decode':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f}")
+            roof = 100 * weight_bytes / bw / t
+            print(f"{name:>10} {'decode':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f} {roof:>6.0f}%")
         if name != "tiny-llama":
             continue
         rows = []
-        for label, device, backend in configs:
+        for label, device, backend, replay in configs:
+            if replay == "0":
+                continue  # training graphs are not replayed
             torch._dynamo.reset()
             rows.append((label, *train(tiny_llama(dtype), device, backend)))
-        base = rows[1][1]
+        base = dict((label, t) for label, t, _ in rows)["neuron eager"]
         for label, t, c in rows:
             print(f"{name:>10} {'train':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f}")
+    os.environ.pop("TORCH_NEURONX_GRAPH_REPLAY")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,9 @@ def test_greedy_static_cache_compiles_with_the_neuron_backend(models):
     torch_neuronx.reset_dynamo_metrics()
     want, got = generate_both(models, cache_implementation="static")
     assert torch.equal(got, want)
-    assert torch_neuronx.get_dynamo_metrics()["graphs"] >= 1  # the decode step went through torch.compile
+    m = torch_neuronx.get_dynamo_metrics()
+    assert m["graphs"] >= 1, m  # the decode step went through torch.compile
+    assert m["replays"] >= 1 and m["replay_refusals"] == 0, m  # and replayed its launches
 
 
 def test_static_cache_with_dynamic_shapes_is_refused_clearly(models):
