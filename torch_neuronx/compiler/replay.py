@@ -83,9 +83,9 @@ class Replayer:
     def __call__(self, args):
         if self.refused or not enabled():
             return self.forward(args)
-        addresses = [_address(x) for x in args]
-        if self.capture is not None and self._replayable(args, addresses):
+        if self.capture is not None and self.capture.matches(args):
             return self._replay(args)
+        addresses = [_address(x) for x in args]
         if self.addresses is not None:
             self.moving |= {i for i, (a, b) in enumerate(zip(addresses, self.addresses)) if a != b}
         first = self.addresses is None
@@ -93,11 +93,6 @@ class Replayer:
         if first:
             return self.forward(args)
         return self._record(args)
-
-    def _replayable(self, args, addresses):
-        if not self.capture.on_current_stream():
-            return False
-        return all(i in self.buffers or a == b for i, (a, b) in enumerate(zip(addresses, self.recorded)))
 
     def _refuse(self, why):
         self.refused = why
@@ -130,9 +125,9 @@ class Replayer:
         for i, buffer in self.buffers.items():
             buffer.copy_(args[i])
             staged[i] = buffer
-        self.recorded = [_address(x) for x in staged]
         self.recordings += 1
         capture = _C.Capture(device.index or 0)
+        capture.expect(staged, sorted(self.buffers))  # before the graph may clear the list
         try:
             outputs = self.forward(staged)
         finally:
