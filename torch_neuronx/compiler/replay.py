@@ -22,6 +22,7 @@ runtime refuses them and says why) and graphs returning a view of an input run a
 TORCH_NEURONX_GRAPH_REPLAY=0 turns replay off.
 """
 import os
+import threading
 
 import torch
 from torch.fx import GraphModule
@@ -79,10 +80,17 @@ class Replayer:
         self.outputs = None     # the recording's outputs (in its pool)
         self.recordings = 0
         self.refused = ""       # why this graph no longer records
+        self.busy = threading.Lock()  # one thread at a time records or replays
 
     def __call__(self, args):
-        if self.refused or not enabled():
+        if self.refused or not enabled() or not self.busy.acquire(blocking=False):
             return self.forward(args)
+        try:
+            return self._call(args)
+        finally:
+            self.busy.release()
+
+    def _call(self, args):
         if self.capture is not None and self.capture.matches(args):
             return self._replay(args)
         addresses = [_address(x) for x in args]
