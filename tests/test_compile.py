@@ -159,6 +159,45 @@ def test_debug_dir_keeps_graphs_and_sources(tmp_path, monkeypatch):
     assert sources and "void tn_fused(" in (debug / sources[0]).read_text()
 
 
+class RMSNorm(torch.nn.Module):
+    """Transformers' Llama RMS norm, with other reductions around it that stay ATen calls."""
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, 40))
+
+    def forward(self, x):
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        y = self.weight * h.to(x.dtype)
+        return y + y.mean(0, keepdim=True) + y.sum(-1).unsqueeze(-1) * 0.01
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_row_sums_fuse_forward_and_backward(dtype):
+    """The norm's mean over the last dimension is computed inside a fused kernel (and the sums
+    of its backward); means over other dimensions or without keepdim stay native calls. In
+    bfloat16 a fused kernel keeps float32 between its ops where eager rounds after each, so
+    neuron and the CPU are each compared with float32 and must be about as close to it."""
+    cpu, dev = pair(RMSNorm, dtype)
+    ideal = RMSNorm()
+    ideal.load_state_dict({k: v.float() for k, v in cpu.state_dict().items()})
+    x = torch.randn(6, 40).to(dtype)
+    compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+    runs = []
+    for model, inp in ((compiled, x.to("neuron")), (cpu, x.clone()), (ideal, x.float())):
+        inp.requires_grad_(True)
+        out = model(inp)
+        out.float().square().sum().backward()
+        weight = dev.weight if model is compiled else model.weight
+        runs.append([t.detach().cpu().float() for t in (out, inp.grad, weight.grad)])
+    for got, ref, exact in zip(*runs):
+        if dtype == torch.float32:
+            torch.testing.assert_close(got, ref, **TOL)
+        else:
+            assert (got - exact).abs().max() <= 2 * (ref - exact).abs().max() + 1e-3
+    assert get_dynamo_metrics()["fused_row_sums"] >= 2, get_dynamo_metrics()
+
+
 def test_static_cache_decode_steps_match_cpu():
     """The decode step transformers compiles for a static cache: the cache is written in
     place (not copied whole every step) and the logits follow the CPU's step after step."""

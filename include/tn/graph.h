@@ -2,6 +2,9 @@
  *
  * A tn_graph is one fused region of a compiled graph: pointwise nodes over one output shape,
  * reading strided inputs (stride 0 along broadcast dimensions) and writing strided outputs.
+ * Row sums (TN_GRAPH_ROW_SUM) reduce a value along the last dimension; the sum is one value per
+ * row, seen at every position of the row, so a normalisation (x * rsqrt(mean(x^2) + eps)) is
+ * one region. An output may have stride 0 along the last dimension (a per-row value).
  * Shapes and strides are static, as on the device, so they are baked into the generated code.
  * Nodes are in topological order; node i reads earlier nodes only. Every value is computed in
  * float32 (float16/bfloat16 inputs widen on load, outputs round on store), as a fused kernel
@@ -38,13 +41,15 @@ typedef enum tn_graph_op {
     TN_GRAPH_POW,
     /* ternary: arg[0] != 0 ? arg[1] : arg[2] */
     TN_GRAPH_WHERE,
+    /* `value` times the sum of arg[0] along the row (the last dimension): 1 / n for a mean */
+    TN_GRAPH_ROW_SUM,
     TN_GRAPH_OP_COUNT_
 } tn_graph_op;
 
 typedef struct tn_graph_node {
     tn_graph_op op;
     int32_t arg[3];
-    double value;   /* TN_GRAPH_CONST */
+    double value;   /* TN_GRAPH_CONST; the scale of TN_GRAPH_ROW_SUM */
     tn_dtype dtype; /* TN_GRAPH_ROUND */
 } tn_graph_node;
 

@@ -4,7 +4,14 @@
  * Each thread takes a range of rows (or, with few rows, a range of the last dimension); a row
  * finds its operands' offsets once, then one loop over the last dimension loads every input,
  * evaluates the nodes in float32 and stores every output. Sizes and strides are constants in
- * the source, so contiguous rows vectorize. */
+ * the source, so contiguous rows vectorize.
+ *
+ * Row sums: a node's level is the number of row sums on its longest path from the inputs. A
+ * region whose deepest level is L makes L + 1 passes over each row (threads then take whole
+ * rows): pass p evaluates the nodes of levels up to p and adds up the row sums of level p + 1
+ * (sixteen partial sums, so the loop vectorizes without reassociating); the last pass stores
+ * the outputs. Earlier nodes are computed again in later passes rather than stored: a row is
+ * small and stays in cache, and the C compiler drops what a pass does not use. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,7 +95,7 @@ static void literal(text *t, double v) {
 
 static int arity(tn_graph_op op) {
     if (op == TN_GRAPH_INPUT || op == TN_GRAPH_CONST) return 0;
-    if (op < TN_GRAPH_ADD) return 1;
+    if (op < TN_GRAPH_ADD || op == TN_GRAPH_ROW_SUM) return 1;
     return op == TN_GRAPH_WHERE ? 3 : 2;
 }
 
@@ -133,6 +140,7 @@ static void expression(text *t, const tn_graph *g, int32_t i) {
         break;
     }
     case TN_GRAPH_WHERE: put(t, "t%d != 0.0f ? t%d : t%d", (int)a, (int)b, (int)c); break;
+    case TN_GRAPH_ROW_SUM: put(t, "s%d", (int)i); break; /* summed by an earlier pass */
     default: put(t, "0.0f");
     }
 }
@@ -161,6 +169,9 @@ tn_status tn_graph_validate(const tn_graph *g) {
                 return tn_error(TN_STATUS_INVALID_ARGUMENT,
                                 "fused region: node %d reads node %d, which does not come before it",
                                 (int)i, (int)n->arg[k]);
+        if (n->op == TN_GRAPH_ROW_SUM && !isfinite(n->value))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "fused region: node %d sums with scale %g",
+                            (int)i, n->value);
         if (n->op == TN_GRAPH_ROUND && n->dtype != TN_DTYPE_BF16 && n->dtype != TN_DTYPE_F16)
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "fused region: node %d rounds to %s", (int)i,
                             tn_dtype_name(n->dtype));
@@ -188,13 +199,83 @@ static void row_offsets(text *t, const tn_graph *g, const char *prefix, const tn
     }
 }
 
+/* Levels (see the top of the file); returns the deepest. */
+static int32_t levels(const tn_graph *g, int32_t *level) {
+    int32_t deepest = 0;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const tn_graph_node *n = &g->nodes[i];
+        level[i] = 0;
+        for (int k = 0; k < arity(n->op); k++)
+            if (level[n->arg[k]] > level[i]) level[i] = level[n->arg[k]];
+        if (n->op == TN_GRAPH_ROW_SUM) level[i]++;
+        if (level[i] > deepest) deepest = level[i];
+    }
+    return deepest;
+}
+
+/* One position `e` of a row in pass `pass`: loads the inputs and evaluates the nodes of levels
+ * up to `pass`. */
+static void body(text *t, const tn_graph *g, const int32_t *level, int32_t pass, const char *indent) {
+    for (int32_t k = 0; k < g->ninputs; k++) {
+        char at[96];
+        snprintf(at, sizeof at, "in%d[a%d + e * INT64_C(%lld)]", (int)k, (int)k,
+                 (long long)g->inputs[k].strides[g->ndim - 1]);
+        put(t, "%sconst float x%d = ", indent, (int)k);
+        load(t, g->inputs[k].dtype, at);
+        put(t, ";\n");
+    }
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        if (level[i] > pass) continue;
+        put(t, "%sconst float t%d = ", indent, (int)i);
+        expression(t, g, i);
+        put(t, ";\n");
+    }
+}
+
+/* Pass `pass` of a region with row sums: the sums of level pass + 1, in sixteen lanes. */
+static void sum_pass(text *t, const tn_graph *g, const int32_t *level, int32_t pass) {
+    put(t, "        {\n");
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TN_GRAPH_ROW_SUM && level[i] == pass + 1)
+            put(t, "            float p%d[16] = {0}, q%d = 0.0f;\n", (int)i, (int)i);
+    put(t, "            int64_t e16 = e0;\n"
+           "            for (; e16 + 16 <= e1; e16 += 16)\n"
+           "                for (int l = 0; l < 16; l++) {\n"
+           "                    const int64_t e = e16 + l;\n");
+    body(t, g, level, pass, "                    ");
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TN_GRAPH_ROW_SUM && level[i] == pass + 1)
+            put(t, "                    p%d[l] += t%d;\n", (int)i, (int)g->nodes[i].arg[0]);
+    put(t, "                }\n"
+           "            for (int64_t e = e16; e < e1; e++) {\n");
+    body(t, g, level, pass, "                ");
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TN_GRAPH_ROW_SUM && level[i] == pass + 1)
+            put(t, "                q%d += t%d;\n", (int)i, (int)g->nodes[i].arg[0]);
+    put(t, "            }\n");
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TN_GRAPH_ROW_SUM && level[i] == pass + 1) {
+            put(t, "            for (int l = 0; l < 16; l++) q%d += p%d[l];\n", (int)i, (int)i);
+            put(t, "            s%d = q%d * ", (int)i, (int)i);
+            literal(t, g->nodes[i].value);
+            put(t, ";\n");
+        }
+    put(t, "        }\n");
+}
+
 tn_status tn_graph_codegen(const tn_graph *g, char **source) {
     *source = NULL;
     tn_status st = tn_graph_validate(g);
     if (st != TN_STATUS_OK) return st;
+    int32_t *level = malloc(sizeof(int32_t) * (size_t)(g->nnodes > 0 ? g->nnodes : 1));
+    if (!level) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for generated code");
+    int32_t deepest = levels(g, level);
     int64_t rows = 1, inner = g->sizes[g->ndim - 1];
     for (int32_t d = 0; d < g->ndim - 1; d++) rows *= g->sizes[d];
-    int split_rows = rows >= 64 || inner < 1024;
+    /* whole rows per thread when rows are many, the row is short, or rows are summed */
+    int split_rows = rows >= 64 || inner < 1024 || deepest > 0;
+    for (int32_t k = 0; k < g->noutputs; k++) /* a per-row output is written by its row's thread */
+        if (g->outputs[k].strides[g->ndim - 1] == 0) split_rows = 1;
     text t = {0};
     put(&t, "/* generated by torch_neuronx: a fused region of %d nodes */\n#include <string.h>\n",
         (int)g->nnodes);
@@ -222,20 +303,11 @@ tn_status tn_graph_codegen(const tn_graph *g, char **source) {
     put(&t, "        (void)q;\n");
     row_offsets(&t, g, "a", g->inputs, g->ninputs);
     row_offsets(&t, g, "b", g->outputs, g->noutputs);
+    for (int32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TN_GRAPH_ROW_SUM) put(&t, "        float s%d;\n", (int)i);
+    for (int32_t pass = 0; pass < deepest; pass++) sum_pass(&t, g, level, pass);
     put(&t, "        for (int64_t e = e0; e < e1; e++) {\n");
-    for (int32_t k = 0; k < g->ninputs; k++) {
-        char at[96];
-        snprintf(at, sizeof at, "in%d[a%d + e * INT64_C(%lld)]", (int)k, (int)k,
-                 (long long)g->inputs[k].strides[g->ndim - 1]);
-        put(&t, "            const float x%d = ", (int)k);
-        load(&t, g->inputs[k].dtype, at);
-        put(&t, ";\n");
-    }
-    for (int32_t i = 0; i < g->nnodes; i++) {
-        put(&t, "            const float t%d = ", (int)i);
-        expression(&t, g, i);
-        put(&t, ";\n");
-    }
+    body(&t, g, level, deepest, "            ");
     for (int32_t k = 0; k < g->noutputs; k++) {
         const tn_graph_operand *o = &g->outputs[k];
         const char *store = o->dtype == TN_DTYPE_BF16 ? "st_bf16" : o->dtype == TN_DTYPE_F16 ? "st_f16" : "";
@@ -243,6 +315,7 @@ tn_status tn_graph_codegen(const tn_graph *g, char **source) {
             (long long)o->strides[g->ndim - 1], store, (int)o->node);
     }
     put(&t, "        }\n    }\n}\n");
+    free(level);
     if (t.failed) {
         free(t.s);
         return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for generated code");

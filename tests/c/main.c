@@ -55,7 +55,8 @@ int tn_test_failures;
     X(test_index_put_and_nonzero_kernels) \
     X(test_gather_kernel)        \
     X(test_graph_fused_region)   \
-    X(test_graph_rejects_bad_regions)
+    X(test_graph_rejects_bad_regions) \
+    X(test_graph_row_sums)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

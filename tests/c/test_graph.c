@@ -110,3 +110,74 @@ void test_graph_rejects_bad_regions(void) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
 }
+
+/* Row sums: y = x * rsqrt(mean(x^2) + eps) * w over rows of N (an RMS norm), the per-row rsqrt
+ * as a second output (stride 0 along the row), and the row sums of y (a second level) as a
+ * third. N = 37 and 40 take the sixteen-lane loop and its tail. */
+static void row_sum_region(int64_t rows, int64_t n) {
+    char dir[] = "/tmp/tn_graph_sum_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    tn_graph_operand in[2] = {{.dtype = TN_DTYPE_F32, .strides = {n, 1}},
+                              {.dtype = TN_DTYPE_BF16, .strides = {0, 1}}};
+    tn_graph_node nodes[10] = {
+        {TN_GRAPH_INPUT, {0}, 0, 0},               /* 0: x */
+        {TN_GRAPH_MUL, {0, 0}, 0, 0},              /* 1: x^2 */
+        {TN_GRAPH_ROW_SUM, {1}, 1.0 / (double)n, 0}, /* 2: mean(x^2) */
+        {TN_GRAPH_CONST, {0}, 1e-5, 0},            /* 3 */
+        {TN_GRAPH_ADD, {2, 3}, 0, 0},              /* 4 */
+        {TN_GRAPH_RSQRT, {4}, 0, 0},               /* 5: out1 */
+        {TN_GRAPH_MUL, {0, 5}, 0, 0},              /* 6 */
+        {TN_GRAPH_INPUT, {1}, 0, 0},               /* 7: w */
+        {TN_GRAPH_MUL, {6, 7}, 0, 0},              /* 8: out0 */
+        {TN_GRAPH_ROW_SUM, {8}, 1.0, 0},           /* 9: out2 */
+    };
+    tn_graph_operand out[3] = {{.dtype = TN_DTYPE_F32, .strides = {n, 1}, .node = 8},
+                               {.dtype = TN_DTYPE_F32, .strides = {1, 0}, .node = 5},
+                               {.dtype = TN_DTYPE_F32, .strides = {1, 0}, .node = 9}};
+    tn_graph g = {.ndim = 2, .sizes = {rows, n}, .ninputs = 2, .nnodes = 10, .noutputs = 3,
+                  .inputs = in, .nodes = nodes, .outputs = out};
+    float *x = malloc(sizeof(float) * (size_t)(rows * n)), *y = malloc(sizeof(float) * (size_t)(rows * n));
+    float *scale = malloc(sizeof(float) * (size_t)rows), *sums = malloc(sizeof(float) * (size_t)rows);
+    uint16_t *w = malloc(sizeof(uint16_t) * (size_t)n);
+    for (int64_t i = 0; i < rows * n; i++) x[i] = (float)((i * 7) % 23) * 0.3f - 3.0f;
+    for (int64_t j = 0; j < n; j++) w[j] = tn_f32_to_bf16(1.0f + (float)j * 0.01f);
+    tn_fused_kernel *k = NULL;
+    int hit;
+    CHECK_OK(tn_graph_compile(&g, dir, NULL, &k, &hit));
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    void *ptr[5] = {x, w, y, scale, sums};
+    if (k) CHECK_OK(tn_fused_launch(s, k, ptr));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int64_t r = 0; r < rows; r++) {
+        double sq = 0, total = 0;
+        for (int64_t j = 0; j < n; j++) sq += (double)x[r * n + j] * x[r * n + j];
+        double rs = 1.0 / sqrt(sq / (double)n + 1e-5);
+        CHECK(fabs(scale[r] - rs) <= 1e-5 * rs);
+        for (int64_t j = 0; j < n; j++) {
+            double want = x[r * n + j] * rs * tn_bf16_to_f32(w[j]);
+            total += want;
+            CHECK(fabs(y[r * n + j] - want) <= 1e-5 * (1.0 + fabs(want)));
+        }
+        CHECK(fabs(sums[r] - total) <= 1e-4 * (1.0 + fabs(total)));
+    }
+    tn_fused_kernel_release(k);
+    free(x), free(y), free(scale), free(sums), free(w);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+void test_graph_row_sums(void) {
+    row_sum_region(5, 37);
+    row_sum_region(70, 40); /* rows split across threads */
+    /* a row sum with a scale that is not finite is refused */
+    tn_graph_operand in = {.dtype = TN_DTYPE_F32, .strides = {4, 1}};
+    tn_graph_node nodes[2] = {{TN_GRAPH_INPUT, {0}, 0, 0}, {TN_GRAPH_ROW_SUM, {0}, INFINITY, 0}};
+    tn_graph_operand out = {.dtype = TN_DTYPE_F32, .strides = {1, 0}, .node = 1};
+    tn_graph g = {.ndim = 2, .sizes = {3, 4}, .ninputs = 1, .nnodes = 2, .noutputs = 1,
+                  .inputs = &in, .nodes = nodes, .outputs = &out};
+    char *src = NULL;
+    CHECK(tn_graph_codegen(&g, &src) == TN_STATUS_INVALID_ARGUMENT && src == NULL);
+    CHECK(strstr(tn_last_error(), "node 1 sums") != NULL);
+}

@@ -6,7 +6,7 @@ import time
 import torch
 
 _lock = threading.Lock()
-_COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "kernel_builds",
+_COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
              "kernel_cache_hits", "inplace_updates", "shared_nodes", "grouped_attention", "fast_calls", "fallbacks",
              "recordings", "replays", "replay_refusals", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
@@ -18,7 +18,8 @@ def get_dynamo_metrics():
       brings one) and their FX nodes;
     - compilations: forward and backward graphs compiled (AOTAutograd splits a graph that
       needs gradients into both);
-    - fused_regions: pointwise regions turned into generated kernels; kernel_builds and
+    - fused_regions: pointwise regions turned into generated kernels; fused_row_sums: sums and
+      means over the last dimension computed inside those kernels; kernel_builds and
       kernel_cache_hits: how many of those the C compiler built, or were found on disk;
     - inplace_updates: updates of a graph input (a static cache) made in place rather than
       by copying the whole input;
@@ -98,7 +99,7 @@ def _compile_graph(gm, example_inputs, kind):
         os.makedirs(debug, exist_ok=True)
         with open(os.path.join(debug, name + ".fx.txt"), "w") as f:
             f.write(gm.print_readable(print_output=False))
-    stats = dict(fused_regions=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0)
+    stats = dict(fused_regions=0, fused_row_sums=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0)
     try:
         stats["inplace_updates"] = reinplace_input_updates(gm)
         stats["shared_nodes"] = share_common_subexpressions(gm)

@@ -3,7 +3,11 @@
 Regions are formed in one pass over the nodes in order: a pointwise node (an op of LOWERING on
 float32/bfloat16/float16 tensors) joins the open region when its result has the region's
 shape, else it opens a new one; a node outside the region that reads one of its values closes
-it. Nodes that do not read the region may sit between its members, so every input of a
+it. A sum or mean over the last dimension with keepdim (the mean of an RMS norm) joins the
+region that iterates over its input's shape: its value is one per row (a "row value"), and
+pointwise nodes of shape (..., 1) computed from row values join as row values too, so
+`x * rsqrt(mean(x * x, -1, keepdim=True) + eps) * w` is one region (one kernel, two passes
+over each row). Nodes that do not read the region may sit between its members, so every input of a
 member comes before the region's last member and every outside reader after it: the kernel
 launch goes right after the last member. Values the rest of the graph reads become the
 region's outputs. Every other node (matrix products, attention, reductions,
@@ -77,6 +81,24 @@ LOWERING = {
 }
 
 
+def _row_reduction(node):
+    """(op, [x], None, scale) for a float sum / mean over the last dimension with keepdim."""
+    if node.op != "call_function" or node.target not in (aten.mean.dim, aten.sum.dim_IntList):
+        return None
+    args = list(node.args) + [None] * 3
+    dims = args[1] if args[1] is not None else node.kwargs.get("dim")
+    keepdim = args[2] if args[2] is not None else node.kwargs.get("keepdim", False)
+    x, xv, out = args[0], _val(args[0]), _val(node)
+    if node.kwargs.get("dtype") is not None or not keepdim or not isinstance(xv, torch.Tensor) \
+            or not isinstance(out, torch.Tensor) or xv.dim() == 0 or xv.dtype not in FLOATS \
+            or out.dtype != xv.dtype or xv.device.type != "neuron" or xv.shape[-1] < 2:
+        return None
+    if not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] not in (-1, xv.dim() - 1):
+        return None
+    scale = 1.0 / xv.shape[-1] if node.target == aten.mean.dim else 1.0
+    return ("row_sum", [x], None, scale)
+
+
 def _val(node):
     return node.meta.get("val") if isinstance(node, Node) else None
 
@@ -125,25 +147,45 @@ class Region:
         self.shape = tuple(shape)
         self.members = []       # FX nodes, in order
         self.member_set = set()
+        self.row_values = set()  # members with one value per row (row sums and what they feed)
 
-    def add(self, node):
+    def add(self, node, row_value=False):
         self.members.append(node)
         self.member_set.add(node)
+        if row_value:
+            self.row_values.add(node)
 
     def reads(self, node):
         return any(a in self.member_set for a in node.all_input_nodes)
+
+    def row_shape(self):
+        return self.shape[:-1] + (1,) if self.shape and self.shape[-1] > 1 else None
+
+    def accepts(self, node, reduction):
+        """None if `node` cannot join, else whether it joins as a row value."""
+        if reduction:
+            return True if tuple(_val(node.args[0]).shape) == self.shape and self.row_shape() else None
+        shape = tuple(_val(node).shape)
+        if shape == self.shape:
+            return False
+        inside = [a for a in node.all_input_nodes if a in self.member_set]
+        if shape == self.row_shape() and inside and all(a in self.row_values for a in inside):
+            return True
+        return None
 
 
 def find_regions(graph):
     regions, open_ = [], None
     for node in graph.nodes:
-        if _lower(node) is not None:
-            shape = tuple(_val(node).shape)
-            if open_ is None or open_.shape != shape:
+        reduction = _row_reduction(node) is not None
+        if reduction or _lower(node) is not None:
+            row_value = open_.accepts(node, reduction) if open_ is not None else None
+            if row_value is None:
                 if open_ is not None:
                     regions.append(open_)
-                open_ = Region(shape)
-            open_.add(node)
+                open_ = Region(_val(node.args[0]).shape if reduction else _val(node).shape)
+                row_value = reduction
+            open_.add(node, row_value)
             continue
         if open_ is not None and (open_.reads(node) or node.op == "output"):
             regions.append(open_)
@@ -174,24 +216,24 @@ def _build(region, cache_dir, debug_dir):
 
     for member in region.members:
         # lowered again: an earlier region's rewrite may have replaced the member's arguments
-        op, args, *dtype = _lower(member)
+        op, args, *extra = _row_reduction(member) or _lower(member)
         refs = [operand(a) for a in args]
         if op == "identity":
             node_index[member] = refs[0]
             continue
-        nodes.append((ops[op], refs, 0.0, dtype[0] if dtype else None))
+        dtype = extra[0] if extra else None
+        value = extra[1] if len(extra) > 1 else 0.0
+        nodes.append((ops[op], refs, value, dtype))
         node_index[member] = len(nodes) - 1
     outputs = [m for m in region.members if any(u not in region.member_set for u in m.users)]
 
-    def spec(node, strides_over):
-        v = _val(node)
-        return (v.dtype, list(v.shape), list(v.stride()), strides_over)
-
-    in_specs = [spec(x, _region_strides(_val(x), region.shape)) for x in inputs]
+    in_specs = [(_val(x).dtype, list(_val(x).shape), list(_val(x).stride()), _region_strides(_val(x), region.shape))
+                for x in inputs]
     out_specs = []
     for m in outputs:  # laid out as traced: later views rely on the strides
         v = _val(m)
-        out_specs.append((v.dtype, list(v.shape), list(v.stride()), list(v.stride()), node_index[m]))
+        out_specs.append((v.dtype, list(v.shape), list(v.stride()), _region_strides(v, region.shape),
+                          node_index[m]))
     kernel = _C.FusedKernel(shape, in_specs, nodes, out_specs, cache_dir, debug_dir or "")
     return kernel, inputs, outputs, in_specs, out_specs
 
@@ -227,6 +269,8 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
             continue
         kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir)
         stats["fused_regions"] += 1
+        stats["fused_row_sums"] = stats.get("fused_row_sums", 0) + sum(
+            _row_reduction(m) is not None for m in region.members)
         stats["kernel_cache_hits" if kernel.cache_hit else "kernel_builds"] += 1
         device = _val(outputs[0]).device
         with graph.inserting_after(region.members[-1]):

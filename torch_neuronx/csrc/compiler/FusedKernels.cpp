@@ -116,7 +116,7 @@ void register_compiler(py::module& m) {
   const char* names[] = {"input", "const", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
                          "reciprocal", "sigmoid", "silu", "tanh", "relu", "gelu", "gelu_tanh",
                          "sin", "cos", "round", "add", "sub", "mul", "div", "max", "min", "pow",
-                         "where"};
+                         "where", "row_sum"};
   static_assert(sizeof(names) / sizeof(names[0]) == TN_GRAPH_OP_COUNT_, "op names");
   for (int i = 0; i < TN_GRAPH_OP_COUNT_; i++) ops[names[i]] = i;
   m.attr("graph_ops") = ops;
