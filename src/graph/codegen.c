@@ -114,7 +114,7 @@ static void expression(text *t, const tn_graph *g, int32_t i) {
     case TN_GRAPH_RSQRT: put(t, "1.0f / sqrtf(t%d)", (int)a); break;
     case TN_GRAPH_RECIPROCAL: put(t, "1.0f / t%d", (int)a); break;
     case TN_GRAPH_SIGMOID: put(t, "tn_sigmoidf(t%d)", (int)a); break;
-    case TN_GRAPH_SILU: put(t, "t%d * tn_sigmoidf(t%d)", (int)a, (int)a); break;
+    case TN_GRAPH_SILU: put(t, "t%d / (1.0f + tn_expf(-t%d))", (int)a, (int)a); break;
     case TN_GRAPH_TANH: put(t, "tn_tanhf(t%d)", (int)a); break;
     case TN_GRAPH_RELU: put(t, "(t%d > 0.0f || t%d != t%d) ? t%d : 0.0f", (int)a, (int)a, (int)a, (int)a); break;
     case TN_GRAPH_GELU: put(t, "0.5f * t%d * (1.0f + erff(t%d * 0x1.6a09e6p-1f))", (int)a, (int)a); break;

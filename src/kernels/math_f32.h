@@ -9,21 +9,28 @@
 
 #include "half.h"
 
+/* a * b + c, fused where the ISA has FMA (ISO C does not contract a * b + c by itself). */
+#ifdef __FMA__
+#define TN_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define TN_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, exponent assembled in the bits. */
 static inline float tn_expf(float x) {
     float xc = x != x ? 0.0f : x;
     xc = xc < -87.3f ? -87.3f : xc;
     xc = xc > 88.7f ? 88.7f : xc;
     float n = floorf(xc * 1.44269504f + 0.5f);
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
+    float r = TN_FMA(n, -0.693359375f, xc);
+    r = TN_FMA(n, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = TN_FMA(p, r, 1.3981999507e-3f);
+    p = TN_FMA(p, r, 8.3334519073e-3f);
+    p = TN_FMA(p, r, 4.1665795894e-2f);
+    p = TN_FMA(p, r, 1.6666665459e-1f);
+    p = TN_FMA(p, r, 5.0000001201e-1f);
+    p = TN_FMA(p * r, r, r) + 1.0f;
     float y = p * tn_f32_from_bits((uint32_t)((int32_t)n + 127) << 23);
     y = x > 88.72283f ? INFINITY : y;
     y = x < -87.33654f ? 0.0f : y;

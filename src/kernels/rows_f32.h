@@ -103,7 +103,7 @@ static inline float f_rsqrt(float x) { return 1.0f / sqrtf(x); }
 static inline float f_reciprocal(float x) { return 1.0f / x; }
 static inline float f_tanh(float x) { return tn_tanhf(x); }
 static inline float f_sigmoid(float x) { return tn_sigmoidf(x); }
-static inline float f_silu(float x) { return x * tn_sigmoidf(x); }
+static inline float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
 static inline float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
 static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 static inline float f_floor(float x) { return floorf(x); }
