@@ -175,6 +175,16 @@ def test_softmax_half_to_float_and_large_values():
     torch.testing.assert_close(loss.cpu(), torch.nn.functional.cross_entropy(logits, target))
 
 
+@pytest.mark.parametrize("fn", [torch.softmax, torch.log_softmax])
+def test_softmax_rows_with_nan_and_infinities(fn):
+    """A NaN anywhere in a row makes the whole row NaN; +inf too (inf - inf); rows of -inf are
+    NaN; other rows are untouched. Rows long enough for the vector loops and their tails."""
+    x = make((5, 37), torch.float32)
+    x[1, 3], x[2, 20], x[3] = float("nan"), float("inf"), -float("inf")
+    x[4, 36] = float("nan")
+    torch.testing.assert_close(fn(x.to("neuron"), -1).cpu(), fn(x, -1), equal_nan=True)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss_and_gradient(reduction):
     x, y = make((7, 5), torch.float32, 1), make((7, 5), torch.float32, 2)

@@ -86,14 +86,13 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     float m16[16], s16[16];
     for (int l = 0; l < 16; l++) m16[l] = -INFINITY, s16[l] = 0.0f;
     int64_t i = 0;
-    int nan = 0;
+    /* NaNs are skipped here: exp(NaN - max) is NaN, so the sum, and with it every output of
+     * the row, is NaN, as PyTorch gives (no separate pass looks for them) */
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
     float mx = -INFINITY;
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     for (int l = 0; l < 16; l++) mx = m16[l] > mx ? m16[l] : mx;
-    for (int64_t j = 0; j < n; j++) nan |= x[j] != x[j];
-    if (nan) mx = NAN;
     if (log) /* two loops: no test per element, and the constants stay in registers */
         for (i = 0; i + 16 <= n; i += 16)
             for (int l = 0; l < 16; l++) s16[l] += tn_expf(x[i + l] - mx);
