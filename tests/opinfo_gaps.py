@@ -33,34 +33,6 @@ GAPS = {
         'falls back: aten::_linalg_svd.U (all 2 samples)',
     ('native', 'sort', 'bool'):
         'falls back: aten::sort.values_stable (all 58 samples)',
-    ('native', 'mm', 'int64'):
-        'falls back: aten::mm.out (all 3 samples)',
-    ('native', 'mm', 'int32'):
-        'falls back: aten::mm.out (all 3 samples)',
-    ('native', 'bmm', 'int64'):
-        'falls back: aten::bmm.out (all 1 samples)',
-    ('native', 'bmm', 'int32'):
-        'falls back: aten::bmm.out (all 1 samples)',
-    ('native', 'addmm', 'int64'):
-        'falls back: aten::addmm.out (all 4 samples)',
-    ('native', 'addmm', 'int32'):
-        'falls back: aten::addmm.out (all 4 samples)',
-    ('native', 'addmm.decomposed', 'int64'):
-        'falls back: aten::addmm.out (all 4 samples)',
-    ('native', 'addmm.decomposed', 'int32'):
-        'falls back: aten::addmm.out (all 4 samples)',
-    ('native', 'baddbmm', 'int64'):
-        'falls back: aten::baddbmm.out (all 6 samples)',
-    ('native', 'baddbmm', 'int32'):
-        'falls back: aten::baddbmm.out (all 6 samples)',
-    ('native', 'matmul', 'int64'):
-        'falls back: aten::addmv.out (3/15 samples, e.g. 1: i64[5, 10], i64[10]); aten::bmm.out (6/15 samples, e.g. 8: i64[10], i64[5, 10, 5]); aten::dot (1/15 samples, e.g. 0: i64[20], i64[20]); aten::mm.out (5/15 samples, e.g. 2: i64[10], i64[10, 5])',
-    ('native', 'matmul', 'int32'):
-        'falls back: aten::addmv.out (3/15 samples, e.g. 1: i32[5, 10], i32[10]); aten::bmm.out (6/15 samples, e.g. 8: i32[10], i32[5, 10, 5]); aten::dot (1/15 samples, e.g. 0: i32[20], i32[20]); aten::mm.out (5/15 samples, e.g. 2: i32[10], i32[10, 5])',
-    ('native', 'nn.functional.linear', 'int64'):
-        'falls back: aten::addmm.out (9/18 samples, e.g. 0: i64[3], i64[4, 3], i64[4]); aten::mm.out (9/18 samples, e.g. 8: i64[3], i64[4, 3])',
-    ('native', 'nn.functional.linear', 'int32'):
-        'falls back: aten::addmm.out (9/18 samples, e.g. 0: i32[3], i32[4, 3], i32[4]); aten::mm.out (9/18 samples, e.g. 8: i32[3], i32[4, 3])',
     ('native', 'nn.functional.embedding', 'float32'):
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f32[5, 5], i64[2, 2], max_norm=1)',
     ('native', 'nn.functional.embedding', 'bfloat16'):

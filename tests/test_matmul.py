@@ -161,3 +161,24 @@ def test_weights_packed_once_stay_correct(dtype):
         check()
     torch.neuron.empty_cache()
     assert _C._packed_weights() == (0, 0, 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_products_wrap_like_the_cpu(dtype):
+    """Integer mm / bmm / addmm / baddbmm run natively and wrap around as the CPU's do (large
+    values make the sums overflow); transposed operands keep their strides."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(info.min, info.max, (5, 7), generator=g, dtype=torch.int64).to(dtype)
+    b = torch.randint(info.min, info.max, (6, 7), generator=g, dtype=torch.int64).to(dtype).t()
+    c = torch.randint(info.min, info.max, (5, 6), generator=g, dtype=torch.int64).to(dtype)
+    batch = torch.randint(info.min, info.max, (3, 4, 5), generator=g, dtype=torch.int64).to(dtype)
+    torch_neuronx.clear_op_tracking()
+    cases = [lambda a, b, c, x: a @ b, lambda a, b, c, x: torch.addmm(c, a, b, beta=3, alpha=-2),
+             lambda a, b, c, x: torch.bmm(x, x.transpose(1, 2)),
+             lambda a, b, c, x: torch.baddbmm(x[:, :, :4], x, x.transpose(1, 2), beta=0)]
+    for f in cases:
+        want = f(a, b, c, batch)
+        got = f(a.to("neuron"), b.to("neuron"), c.to("neuron"), batch.to("neuron"))
+        assert got.dtype == dtype and torch.equal(got.cpu(), want)
+    assert torch_neuronx.get_fallback_ops() == {}

@@ -39,6 +39,7 @@ int tn_test_failures;
     X(test_elementwise_launch)   \
     X(test_gemm_every_isa)       \
     X(test_gemm_launch_bf16_output) \
+    X(test_gemm_integer)         \
     X(test_reductions)           \
     X(test_var_kernel)           \
     X(test_histc_kernel)         \

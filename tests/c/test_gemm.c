@@ -183,3 +183,36 @@ void test_gemm_launch_bf16_output(void) {
     g.a.dtype = TN_DTYPE_I32;
     CHECK(tn_gemm_async(s, "aten::mm.out", &g) == TN_STATUS_INVALID_ARGUMENT);
 }
+
+/* Integer GEMM: int32 sums that overflow wrap as in the dtype; B transposed; alpha and beta;
+ * a batch; uint8 wraps too. */
+void test_gemm_integer(void) {
+    enum { B = 2, M = 3, K = 5, N = 4 };
+    int32_t a[B * M * K], bt[B * N * K], c[B * M * N], want[B * M * N];
+    for (int i = 0; i < B * M * K; i++) a[i] = (int32_t)(0x7654321u * (uint32_t)(i + 1));
+    for (int i = 0; i < B * N * K; i++) bt[i] = (int32_t)(0x1234567u * (uint32_t)(i + 3));
+    for (int i = 0; i < B * M * N; i++) c[i] = i - 7;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                uint32_t s = 0;
+                for (int p = 0; p < K; p++) s += (uint32_t)a[b * M * K + i * K + p] * (uint32_t)bt[b * N * K + j * K + p];
+                want[b * M * N + i * N + j] = (int32_t)((uint32_t)-3 * s + 2u * (uint32_t)c[b * M * N + i * N + j]);
+            }
+    tn_gemm_int g = {B, M, N, K, {a, TN_DTYPE_I32, K, 1, M * K}, {bt, TN_DTYPE_I32, 1, K, N * K},
+                     {c, TN_DTYPE_I32, N, 1, M * N}, -3, 2};
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &g));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(memcmp(c, want, sizeof c) == 0);
+    uint8_t x[4] = {200, 100, 3, 250}, y[4] = {2, 3, 5, 7}, z[1] = {9};
+    tn_gemm_int u = {1, 1, 1, 4, {x, TN_DTYPE_U8, 4, 1, 0}, {y, TN_DTYPE_U8, 1, 1, 0},
+                     {z, TN_DTYPE_U8, 1, 1, 0}, 1, 0};
+    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &u));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(z[0] == (uint8_t)(400 + 300 + 15 + 1750));
+    tn_gemm_int bad = u;
+    bad.b.dtype = TN_DTYPE_I32;
+    CHECK(tn_gemm_int_async(s, "gemm_int", &bad) == TN_STATUS_INVALID_ARGUMENT);
+}

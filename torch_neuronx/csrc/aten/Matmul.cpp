@@ -1,6 +1,6 @@
 // Matrix products: mm, addmm (nn.Linear), bmm, baddbmm (attention) on the C GEMM. Operands
-// keep their strides (transposes are free); float64, integer and complex products go to the
-// CPU fallback.
+// keep their strides (transposes are free); integer products run on the C integer GEMM;
+// float64 and complex products go to the CPU fallback.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
@@ -22,7 +22,7 @@ namespace {
 using at::Tensor;
 
 bool gemm_dtype(c10::ScalarType t) {
-  return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf;
+  return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || at::isIntegralType(t, /*includeBool=*/false);
 }
 
 // The last two dimensions as a matrix; the first (for 3-D tensors) as the batch.
@@ -63,6 +63,12 @@ void gemm(const char* name, const Tensor& a, const Tensor& b, Tensor& out, const
           const c10::Scalar& alpha) {
   track_native(name);
   if (out.numel() == 0) return;
+  if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
+    tn_gemm_int g{a.dim() == 3 ? a.size(0) : 1, a.size(-2), b.size(-1), a.size(-1), matrix(a), matrix(b),
+                  matrix(out), alpha.toLong(), beta.toLong()};
+    check(tn_gemm_int_async(current_stream(out.device().index()), name, &g));
+    return;
+  }
   tn_gemm g{};
   g.batch = a.dim() == 3 ? a.size(0) : 1;
   g.m = a.size(-2);
@@ -145,7 +151,7 @@ Tensor dot(const Tensor& self, const Tensor& other) {
   TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
               "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
               other.numel(), " elements respectively");
-  if (!at::isFloatingType(self.scalar_type())) return via_fallback<at::_ops::dot>(self, other);
+  if (!gemm_dtype(self.scalar_type())) return via_fallback<at::_ops::dot>(self, other);
   track_native("aten::dot");
   return at::mm(self.unsqueeze(0), other.unsqueeze(1)).reshape({});
 }
@@ -157,7 +163,7 @@ Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, con
   TORCH_CHECK(mat.size(1) == vec.size(0) && (input.numel() == mat.size(0) || input.numel() == 1),
               "size mismatch, got input (", input.size(0), "), mat (", mat.size(0), "x", mat.size(1), "), vec (",
               vec.size(0), ")");
-  if (!at::isFloatingType(mat.scalar_type())) return via_fallback<at::_ops::addmv_out>(input, mat, vec, beta, alpha, out);
+  if (!gemm_dtype(mat.scalar_type())) return via_fallback<at::_ops::addmv_out>(input, mat, vec, beta, alpha, out);
   track_native("aten::addmv.out");
   Tensor r = at::addmm(input.dim() == 1 ? input.unsqueeze(1) : input, mat, vec.unsqueeze(1), beta, alpha);
   at::native::resize_output(out, {mat.size(0)});
