@@ -39,18 +39,6 @@ GAPS = {
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: bf16[5, 5], i64[2, 2], max_norm=1)',
     ('native', 'nn.functional.embedding', 'float16'):
         'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f16[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'index_select', 'float32'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
-    ('native', 'index_select', 'bfloat16'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: bf16[], 0, i64[1])',
-    ('native', 'index_select', 'float16'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: f16[], 0, i64[1])',
-    ('native', 'index_select', 'int64'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: i64[], 0, i64[1])',
-    ('native', 'index_select', 'int32'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: i32[], 0, i64[1])',
-    ('native', 'index_select', 'bool'):
-        'falls back: aten::index_select.out (1/3 samples, e.g. 0: b8[], 0, i64[1])',
     ('native', 'gather', 'float32'):
         'falls back: aten::gather.out (3/7 samples, e.g. 4: f32[5], 0, u8[2, 0])',
     ('native', 'gather', 'bfloat16'):
@@ -70,6 +58,4 @@ GAPS = {
     ('native', '_foreach_maximum[long]', 'bool'):
         'falls back: aten::clamp.Tensor_out (2/6 samples, e.g. 0: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], [b8[20, 20],b8[19, 19],b8[18, 18],b8...); aten::clamp.out (4/6 samples, e.g. 1: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], 8)',
     # --- native_backward
-    ('native_backward', 'index_select', 'float32'):
-        'falls back: aten::index_add.out (1/3 samples, e.g. 0: f32[], 0, i64[1])',
 }

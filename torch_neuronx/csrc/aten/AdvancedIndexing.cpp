@@ -240,12 +240,18 @@ Tensor& index_add_out(const Tensor& self, int64_t dim, const Tensor& index, cons
   TORCH_CHECK(index.numel() == (source.dim() == 0 ? 1 : source.size(d)),
               "index_add_(): Number of indices (", index.numel(), ") should be equal to source.size(dim) (",
               source.dim() == 0 ? 1 : source.size(d), ")");
-  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.scalar_type() == at::kBool || self.dim() == 0)
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.scalar_type() == at::kBool)
     return via_fallback<at::_ops::index_add_out>(self, dim, index, source, alpha, out);
   at::native::resize_output(out, self.sizes());
   if (!out.is_same(self)) out.copy_(self);
   track_native("aten::index_add.out");
-  return put_along_dim(out, d, index, alpha.equal(1) ? source : at::mul(source, alpha), true);
+  Tensor values = alpha.equal(1) ? source : at::mul(source, alpha);
+  if (self.dim() == 0) {  // a scalar: as a vector of one element
+    Tensor flat = out.view({1});
+    put_along_dim(flat, 0, index.reshape({1}), values.reshape({1}), true);
+    return out;
+  }
+  return put_along_dim(out, d, index, values, true);
 }
 
 // index_copy: out = self, then out[..., index[i], ...] = source[..., i, ...] along dim (the

@@ -40,8 +40,17 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
               "index_select(): Expected dtype int32 or int64 for index");
   same_device("index_select", self, index);
-  if (self.dim() == 0 || !elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
+  if (!elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::index_select_out>(self, dim, index, out);
+  if (self.dim() == 0) {  // a scalar: one index (which must be 0), a scalar result
+    TORCH_CHECK(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+                index.numel(), " value(s)");
+    at::maybe_wrap_dim(dim, static_cast<int64_t>(0));
+    at::native::resize_output(out, {});
+    Tensor flat = out.view({1});
+    index_select_out(self.reshape({1}), 0, index.reshape({1}), flat);
+    return out;
+  }
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);
   at::assert_no_overlap(out, index);
