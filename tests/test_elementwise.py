@@ -204,3 +204,12 @@ def test_pow():
     native_only(lambda: check(lambda t: t ** 2.5, x))
     check(lambda t: torch.pow(t, t), x)
     check(lambda t: t ** 3, make((4, 9), torch.int64))   # integer powers via the fallback
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_integer_pow_of_tensors(dtype):
+    """Integer powers of integer tensors run natively: overflow wraps, negative exponents give
+    1 (base 1), +-1 (base -1) or 0, as on the CPU."""
+    base = torch.tensor([2, -1, 1, 0, 3, -2, 7, -1, 5], dtype=dtype)
+    exp = torch.tensor([3, -3, -5, 0, -1, 2, 40, 4, 0], dtype=dtype)
+    native_only(lambda: check(lambda a, b: torch.pow(a, b), base, exp))

@@ -118,8 +118,9 @@ Tensor& div_mode_out(const Tensor& self, const Tensor& other,
 Tensor& pow_tensor_out(const Tensor& self, const Tensor& exponent, Tensor& out) {
   using Op = at::_ops::pow_Tensor_Tensor_out;
   auto iter = TensorIterator::borrowing_binary_op(out, self, exponent);
-  if (at::isIntegralType(iter.common_dtype(), true))  // PyTorch's checks for negative powers
-    return via_fallback<Op>(self, exponent, out);
+  // integers: the kernel gives PyTorch's values for negative powers (1, +-1 or 0, no error:
+  // only a Scalar exponent is refused); bool has no pow
+  if (iter.common_dtype() == at::kBool) return via_fallback<Op>(self, exponent, out);
   return binary<Op>(TN_BINARY_POW, iter, out, 1, self, exponent, out);
 }
 
