@@ -43,24 +43,14 @@ typedef struct tn_gemm {
 
 tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g);
 
-/* Integer products: A, B and C of one integer dtype (u8, i8, i16, i32, i64), C = alpha * A @ B
- * + beta * C with the wraparound of that dtype, as PyTorch computes them (the sums are kept
- * modulo 2^64 and truncated: the same result as summing in the dtype). beta == 0: C is not
- * read. A plain loop split over rows: integer matrix products are rare in models. */
-typedef struct tn_gemm_int {
-    int64_t batch;
-    int64_t m;
-    int64_t n;
-    int64_t k;
-    tn_matrix a;
-    tn_matrix b;
-    tn_matrix c;
-    int64_t alpha;
-    int64_t beta;
-} tn_gemm_int;
-
-tn_status tn_gemm_int_async(tn_stream_t stream, const char *name, const tn_gemm_int *g);
-void tn_kernel_gemm_int(const tn_gemm_int *g, int32_t ith, int32_t nth);
+/* Integer products: A, B and C of g share one integer dtype (u8, i8, i16, i32, i64), C = alpha
+ * * A @ B + beta * C with the wraparound of that dtype, as PyTorch computes them (the sums are
+ * kept modulo 2^64 and truncated: the same result as summing in the dtype). g's float alpha,
+ * beta and b_packed are not used; beta == 0: C is not read. A plain loop split over rows:
+ * integer matrix products are rare in models. */
+tn_status tn_gemm_int_async(tn_stream_t stream, const char *name, const tn_gemm *g, int64_t alpha,
+                            int64_t beta);
+void tn_kernel_gemm_int(const tn_gemm *g, int64_t alpha, int64_t beta, int32_t ith, int32_t nth);
 
 /* Packing B once. A GEMM whose B is used again unchanged (a weight) can keep it packed for
  * this CPU's micro-kernel: the layout holds every k block's column panels in order, so each

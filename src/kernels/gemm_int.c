@@ -1,4 +1,4 @@
-/* Integer matrix products (see tn_gemm_int in tn/gemm.h): one dot product per output, in
+/* Integer matrix products (see tn_gemm_int_async in tn/gemm.h): one dot product per output, in
  * unsigned 64-bit arithmetic (wraps without undefined behaviour), truncated on store. */
 #include "strided.h"
 #include "tn/gemm.h"
@@ -23,7 +23,7 @@ static void store(const tn_matrix *x, int64_t at, uint64_t v) {
     }
 }
 
-void tn_kernel_gemm_int(const tn_gemm_int *g, int32_t ith, int32_t nth) {
+void tn_kernel_gemm_int(const tn_gemm *g, int64_t alpha, int64_t beta, int32_t ith, int32_t nth) {
     int64_t first, last;
     tn_slice(g->batch * g->m, ith, nth, &first, &last);
     for (int64_t row = first; row < last; row++) {
@@ -35,8 +35,8 @@ void tn_kernel_gemm_int(const tn_gemm_int *g, int32_t ith, int32_t nth) {
             for (int64_t p = 0; p < g->k; p++)
                 sum += load(&g->a, a0 + p * g->a.col_stride) *
                        load(&g->b, b0 + p * g->b.row_stride + j * g->b.col_stride);
-            uint64_t v = (uint64_t)g->alpha * sum;
-            if (g->beta != 0) v += (uint64_t)g->beta * load(&g->c, c0 + j * g->c.col_stride);
+            uint64_t v = (uint64_t)alpha * sum;
+            if (beta != 0) v += (uint64_t)beta * load(&g->c, c0 + j * g->c.col_stride);
             store(&g->c, c0 + j * g->c.col_stride, v);
         }
     }

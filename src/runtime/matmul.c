@@ -92,24 +92,32 @@ static int integer(tn_dtype t) {
            t == TN_DTYPE_I64;
 }
 
+typedef struct gemm_int_task {
+    tn_gemm g;
+    int64_t alpha, beta;
+} gemm_int_task;
+
 static void gemm_int_slice(void *p, int32_t ith, int32_t nth) {
-    tn_kernel_gemm_int(p, ith, nth);
+    gemm_int_task *t = p;
+    tn_kernel_gemm_int(&t->g, t->alpha, t->beta, ith, nth);
 }
 
 static tn_status run_gemm_int(void *p) {
-    const tn_gemm_int *g = p;
+    const tn_gemm *g = &((gemm_int_task *)p)->g;
     tn_parallel_run(gemm_int_slice, p, g->batch * g->m * g->n * (g->k > 0 ? g->k : 1));
     return TN_STATUS_OK;
 }
 
-tn_status tn_gemm_int_async(tn_stream_t stream, const char *name, const tn_gemm_int *g) {
+tn_status tn_gemm_int_async(tn_stream_t stream, const char *name, const tn_gemm *g, int64_t alpha,
+                            int64_t beta) {
     if (g->batch < 0 || g->m < 0 || g->n < 0 || g->k < 0)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM with a negative dimension");
     if (!integer(g->a.dtype) || g->b.dtype != g->a.dtype || g->c.dtype != g->a.dtype)
         return tn_error(TN_STATUS_INVALID_ARGUMENT,
                         "integer GEMM: A, B and C must share one integer dtype (u8, i8, i16, i32, i64)");
     if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;
-    return tn_stream_launch(stream, name ? name : "gemm_int", run_gemm_int, g, sizeof *g);
+    gemm_int_task t = {*g, alpha, beta};
+    return tn_stream_launch(stream, name ? name : "gemm_int", run_gemm_int, &t, sizeof t);
 }
 
 typedef struct pack_task {

@@ -199,20 +199,20 @@ void test_gemm_integer(void) {
                 for (int p = 0; p < K; p++) s += (uint32_t)a[b * M * K + i * K + p] * (uint32_t)bt[b * N * K + j * K + p];
                 want[b * M * N + i * N + j] = (int32_t)((uint32_t)-3 * s + 2u * (uint32_t)c[b * M * N + i * N + j]);
             }
-    tn_gemm_int g = {B, M, N, K, {a, TN_DTYPE_I32, K, 1, M * K}, {bt, TN_DTYPE_I32, 1, K, N * K},
-                     {c, TN_DTYPE_I32, N, 1, M * N}, -3, 2};
+    tn_gemm g = {.batch = B, .m = M, .n = N, .k = K, .a = {a, TN_DTYPE_I32, K, 1, M * K},
+                 .b = {bt, TN_DTYPE_I32, 1, K, N * K}, .c = {c, TN_DTYPE_I32, N, 1, M * N}};
     tn_stream_t s;
     CHECK_OK(tn_stream_get(0, 0, &s));
-    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &g));
+    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &g, -3, 2));
     CHECK_OK(tn_stream_synchronize(s));
     CHECK(memcmp(c, want, sizeof c) == 0);
     uint8_t x[4] = {200, 100, 3, 250}, y[4] = {2, 3, 5, 7}, z[1] = {9};
-    tn_gemm_int u = {1, 1, 1, 4, {x, TN_DTYPE_U8, 4, 1, 0}, {y, TN_DTYPE_U8, 1, 1, 0},
-                     {z, TN_DTYPE_U8, 1, 1, 0}, 1, 0};
-    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &u));
+    tn_gemm u = {.batch = 1, .m = 1, .n = 1, .k = 4, .a = {x, TN_DTYPE_U8, 4, 1, 0},
+                 .b = {y, TN_DTYPE_U8, 1, 1, 0}, .c = {z, TN_DTYPE_U8, 1, 1, 0}};
+    CHECK_OK(tn_gemm_int_async(s, "gemm_int", &u, 1, 0));
     CHECK_OK(tn_stream_synchronize(s));
     CHECK(z[0] == (uint8_t)(400 + 300 + 15 + 1750));
-    tn_gemm_int bad = u;
+    tn_gemm bad = u;
     bad.b.dtype = TN_DTYPE_I32;
-    CHECK(tn_gemm_int_async(s, "gemm_int", &bad) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK(tn_gemm_int_async(s, "gemm_int", &bad, 1, 0) == TN_STATUS_INVALID_ARGUMENT);
 }

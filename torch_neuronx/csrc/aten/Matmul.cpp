@@ -63,12 +63,6 @@ void gemm(const char* name, const Tensor& a, const Tensor& b, Tensor& out, const
           const c10::Scalar& alpha) {
   track_native(name);
   if (out.numel() == 0) return;
-  if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
-    tn_gemm_int g{a.dim() == 3 ? a.size(0) : 1, a.size(-2), b.size(-1), a.size(-1), matrix(a), matrix(b),
-                  matrix(out), alpha.toLong(), beta.toLong()};
-    check(tn_gemm_int_async(current_stream(out.device().index()), name, &g));
-    return;
-  }
   tn_gemm g{};
   g.batch = a.dim() == 3 ? a.size(0) : 1;
   g.m = a.size(-2);
@@ -77,6 +71,10 @@ void gemm(const char* name, const Tensor& a, const Tensor& b, Tensor& out, const
   g.a = matrix(a);
   g.b = matrix(b);
   g.c = matrix(out);
+  if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
+    check(tn_gemm_int_async(current_stream(out.device().index()), name, &g, alpha.toLong(), beta.toLong()));
+    return;
+  }
   g.alpha = alpha.toFloat();
   g.beta = beta.toFloat();
   tn_stream_t stream = current_stream(out.device().index());
