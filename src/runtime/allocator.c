@@ -129,11 +129,16 @@ static void process_pending(struct tn_allocator *a) {
     }
 }
 
+/* Whether a free block of `have` bytes may serve a request of `size` (rounded): it wastes at
+ * most a quarter, and small and large pools stay apart. */
+static int reusable(uint64_t have, uint64_t size) {
+    return have >= size && have * 4 <= size * 5 && (have <= TN_SMALL_BLOCK) == (size <= TN_SMALL_BLOCK);
+}
+
 /* The smallest cached block of `stream` that holds `size` without wasting over a quarter. */
 static tn_block *take_cached(struct tn_allocator *a, tn_stream_t s, uint64_t size) {
     for (int32_t c = next_class(a, size_class(size)); c >= 0; c = next_class(a, c + 1)) {
-        if (class_size(c) * 4 > size * 5) return NULL; /* every further class is larger still */
-        if ((c < SMALL_CLASSES) != (size <= TN_SMALL_BLOCK)) return NULL; /* pools stay apart */
+        if (!reusable(class_size(c), size)) return NULL; /* every further class is larger still */
         for (tn_block **p = &a->free_list[c]; *p; p = &(*p)->next) {
             if ((*p)->stream != s) continue;
             tn_block *b = *p;
@@ -230,10 +235,7 @@ static void allocated(struct tn_allocator *a, tn_block *b, tn_stream_t stream, u
 static tn_block *take_from_pool(tn_capture_pool *c, uint64_t size) {
     tn_block **best = NULL;
     for (tn_block **p = &c->free; *p; p = &(*p)->next) {
-        uint64_t have = (*p)->size;
-        if (have < size || have * 4 > size * 5 || (have <= TN_SMALL_BLOCK) != (size <= TN_SMALL_BLOCK))
-            continue;
-        if (!best || have < (*best)->size) best = p;
+        if (reusable((*p)->size, size) && (!best || (*p)->size < (*best)->size)) best = p;
     }
     if (!best) return NULL;
     tn_block *b = *best;
@@ -241,19 +243,9 @@ static tn_block *take_from_pool(tn_capture_pool *c, uint64_t size) {
     return b;
 }
 
-static int grow_pool(tn_capture_pool *c) {
-    if (c->count < c->capacity) return 0;
-    int64_t n = c->capacity ? 2 * c->capacity : 64;
-    tn_block **grown = realloc(c->blocks, (size_t)n * sizeof *grown);
-    if (!grown) return -1;
-    c->blocks = grown;
-    c->capacity = n;
-    return 0;
-}
-
 void tn_memory_release_pool(tn_capture_pool *c) {
     pthread_mutex_lock(&lock);
-    for (int64_t i = 0; i < c->count; i++) {
+    for (size_t i = 0; i < c->count; i++) {
         tn_block *b = c->blocks[i];
         if (b->owner != c) continue; /* left the pool (record_stream) */
         b->owner = NULL;
@@ -316,7 +308,8 @@ tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, voi
             pthread_mutex_unlock(&lock);
             return TN_STATUS_OK;
         }
-        if (grow_pool(capture) != 0) {
+        if (tn_grow_array((void **)&capture->blocks, &capture->capacity, capture->count + 1,
+                          sizeof *capture->blocks) != 0) {
             pthread_mutex_unlock(&lock);
             return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to track a capture's pool");
         }

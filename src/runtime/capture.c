@@ -24,7 +24,7 @@ typedef struct recorded {
 struct tn_capture {
     tn_capture_pool pool; /* first: allocator.c sees the capture through it */
     recorded *launches;
-    int64_t count, capacity;
+    size_t count, capacity;
     unsigned char *args;
     size_t args_used, args_capacity, largest;
     void *scratch; /* `largest` bytes, for the replayed task's copy of its argument */
@@ -50,17 +50,6 @@ void tn_capture_refuse(const char *why) {
     if (recording) refuse(recording, why);
 }
 
-static int grow(void **p, size_t *capacity, size_t need, size_t unit) {
-    if (need <= *capacity) return 0;
-    size_t n = *capacity ? *capacity : 64;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * unit);
-    if (!q) return -1;
-    *p = q;
-    *capacity = n;
-    return 0;
-}
-
 void tn_capture_record(tn_stream_t stream, const char *op, tn_task_fn fn, const void *arg,
                        size_t size) {
     struct tn_capture *c = recording;
@@ -72,13 +61,11 @@ void tn_capture_record(tn_stream_t stream, const char *op, tn_task_fn fn, const 
         return;
     }
     size_t offset = (c->args_used + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t);
-    size_t capacity = (size_t)c->capacity;
-    if (grow((void **)&c->launches, &capacity, (size_t)c->count + 1, sizeof(recorded)) != 0 ||
-        grow((void **)&c->args, &c->args_capacity, offset + size, 1) != 0) {
+    if (tn_grow_array((void **)&c->launches, &c->capacity, c->count + 1, sizeof(recorded)) != 0 ||
+        tn_grow_array((void **)&c->args, &c->args_capacity, offset + size, 1) != 0) {
         refuse(c, "no host memory to record a launch");
         return;
     }
-    c->capacity = (int64_t)capacity;
     if (size) memcpy(c->args + offset, arg, size);
     c->launches[c->count++] = (recorded){op, fn, offset, size};
     c->args_used = offset + size;
@@ -118,7 +105,7 @@ tn_status tn_capture_end(tn_capture_t c) {
 
 int32_t tn_capture_replayable(tn_capture_t c) { return c && !c->refused && !c->pool.recording; }
 const char *tn_capture_reason(tn_capture_t c) { return c ? c->reason : "no capture"; }
-int64_t tn_capture_launches(tn_capture_t c) { return c ? c->count : 0; }
+int64_t tn_capture_launches(tn_capture_t c) { return c ? (int64_t)c->count : 0; }
 
 int32_t tn_capture_owns(tn_capture_t c, const void *ptr) {
     return c && ptr ? tn_memory_pool_owns(&c->pool, ptr) : 0;
@@ -130,7 +117,7 @@ typedef struct replay_task {
 
 static tn_status run_replay(void *p) {
     struct tn_capture *c = ((replay_task *)p)->capture;
-    for (int64_t i = 0; i < c->count; i++) {
+    for (size_t i = 0; i < c->count; i++) {
         const recorded *r = &c->launches[i];
         if (r->size) memcpy(c->scratch, c->args + r->offset, r->size);
         tn_clear_error();

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "tn/device_interface.h"
 #include "tn/memory.h"
@@ -55,10 +56,23 @@ tn_status tn_stream_run_if_idle(tn_stream_t stream, const char *op, tn_task_fn f
 /* Returns and clears the first kernel error kept on the stream. */
 tn_status tn_stream_take_error(tn_stream_t stream);
 
+/* Makes room for `need` items of `unit` bytes in the growing array *p of *capacity items
+ * (doubling); 0, or -1 when out of host memory (the array is unchanged). */
+static inline int tn_grow_array(void **p, size_t *capacity, size_t need, size_t unit) {
+    if (need <= *capacity) return 0;
+    size_t n = *capacity ? *capacity : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * unit);
+    if (!q) return -1;
+    *p = q;
+    *capacity = n;
+    return 0;
+}
+
 /* Stream capture (capture.c) and its memory pool (kept by allocator.c). */
 typedef struct tn_capture_pool {
     struct tn_block **blocks; /* every block allocated while recording */
-    int64_t count, capacity;
+    size_t count, capacity;
     struct tn_block *free;    /* pool blocks not allocated; reused while recording */
     int32_t device;
     tn_stream_t stream;

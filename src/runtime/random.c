@@ -26,6 +26,14 @@ static tn_status run_random(void *p) {
     return TN_STATUS_OK;
 }
 
+/* Every random launch: a replay would repeat the numbers (the seed and offset are in the
+ * arguments), so a recording that draws them cannot be replayed. */
+static tn_status launch_random(tn_stream_t stream, const char *op, tn_task_fn fn, const void *arg,
+                               size_t size) {
+    tn_capture_refuse("random numbers (a replay would repeat them)");
+    return tn_stream_launch(stream, op, fn, arg, size);
+}
+
 static tn_status launch(tn_stream_t stream, const tn_tensor *dst, random_task *t,
                         const char *op) {
     switch (dst->dtype) {
@@ -42,8 +50,7 @@ static tn_status launch(tn_stream_t stream, const tn_tensor *dst, random_task *t
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: too many dimensions", op);
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     t->dst = *dst;
-    tn_capture_refuse("random numbers (a replay would repeat them)");
-    return tn_stream_launch(stream, op, run_random, t, sizeof *t);
+    return launch_random(stream, op, run_random, t, sizeof *t);
 }
 
 tn_status tn_random_uniform_async(tn_stream_t stream, const tn_tensor *dst, uint64_t seed,
@@ -81,8 +88,7 @@ tn_status tn_random_int_async(tn_stream_t stream, const tn_tensor *dst, uint64_t
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "random_: empty range or bad tensor");
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     random_int_task t = {*dst, seed, offset, range, from};
-    tn_capture_refuse("random numbers (a replay would repeat them)");
-    return tn_stream_launch(stream, "aten::random_", run_random_int, &t, sizeof t);
+    return launch_random(stream, "aten::random_", run_random_int, &t, sizeof t);
 }
 
 typedef struct multinomial_task {
@@ -123,8 +129,7 @@ tn_status tn_random_multinomial_async(tn_stream_t stream, const tn_tensor *out,
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "multinomial: bad operands");
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     multinomial_task t = {*out, *probs, replacement, seed, offset, 0, 0};
-    tn_capture_refuse("random numbers (a replay would repeat them)");
-    return tn_stream_launch(stream, "aten::multinomial", run_multinomial, &t, sizeof t);
+    return launch_random(stream, "aten::multinomial", run_multinomial, &t, sizeof t);
 }
 
 typedef struct bernoulli_task {
@@ -158,8 +163,7 @@ tn_status tn_random_bernoulli_async(tn_stream_t stream, const tn_tensor *dst, co
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "bernoulli_: probabilities must be a float view of dst's shape");
     if (tn_tensor_numel(dst) == 0) return TN_STATUS_OK;
     bernoulli_task t = {*dst, probs ? *probs : *dst, *dst, probs != NULL, 0, p, seed, offset};
-    tn_capture_refuse("random numbers (a replay would repeat them)");
-    return tn_stream_launch(stream, "aten::bernoulli_", run_bernoulli, &t, sizeof t);
+    return launch_random(stream, "aten::bernoulli_", run_bernoulli, &t, sizeof t);
 }
 
 static void dropout_slice(void *p, int32_t ith, int32_t nth) {
@@ -181,6 +185,5 @@ tn_status tn_dropout_async(tn_stream_t stream, const tn_tensor *out, const tn_te
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     /* the mask travels in the probs slot */
     bernoulli_task t = {*out, *mask, *in, 1, 0, p, seed, offset};
-    tn_capture_refuse("random numbers (a replay would repeat them)");
-    return tn_stream_launch(stream, "aten::native_dropout", run_dropout, &t, sizeof t);
+    return launch_random(stream, "aten::native_dropout", run_dropout, &t, sizeof t);
 }

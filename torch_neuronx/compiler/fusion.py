@@ -269,8 +269,7 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
             continue
         kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir)
         stats["fused_regions"] += 1
-        stats["fused_row_sums"] = stats.get("fused_row_sums", 0) + sum(
-            _row_reduction(m) is not None for m in region.members)
+        stats["fused_row_sums"] += sum(_row_reduction(m) is not None for m in region.members)
         stats["kernel_cache_hits" if kernel.cache_hit else "kernel_builds"] += 1
         device = _val(outputs[0]).device
         with graph.inserting_after(region.members[-1]):

@@ -28,6 +28,7 @@ import torch
 from torch.fx import GraphModule
 
 from .. import _C
+from .passes import _written
 
 MAX_RECORDINGS = 4
 # Moving inputs up to this size are copied into the graph's buffers on every call.
@@ -40,20 +41,15 @@ def enabled():
 
 def written_inputs(gm: GraphModule):
     """Indices of the placeholders the graph writes (directly or through views)."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    index = {n: i for i, n in enumerate(placeholders)}
+    index = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
     written = set()
     for node in gm.graph.nodes:
-        target = node.target
-        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) \
+                or not node.target._schema.is_mutable:
             continue
-        schema = target._schema
-        for i, arg in enumerate(schema.arguments):
-            if arg.alias_info is None or not arg.alias_info.is_write:
-                continue
-            value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
-            while isinstance(value, torch.fx.Node) and value.op == "call_function" and \
-                    isinstance(value.target, torch._ops.OpOverload) and value.target.is_view:
+        for value in _written(node):
+            while value.op == "call_function" and isinstance(value.target, torch._ops.OpOverload) \
+                    and value.target.is_view:
                 value = value.args[0]
             if value in index:
                 written.add(index[value])
