@@ -115,20 +115,32 @@ from torch_neuronx.compiler import get_dynamo_metrics
 f = torch.compile(lambda x, y: torch.tanh(x * y + 3.0) - y, backend="neuron", dynamic=False)
 x, y = torch.randn(16, 40), torch.randn(40)
 torch.testing.assert_close(f(x.to("neuron"), y.to("neuron")).cpu(), torch.tanh(x * y + 3.0) - y)
+# a training graph: its forward and backward come back from the cache together
+g = torch.compile(lambda w, x: (torch.sigmoid(x @ w) * x[:, :8]).sum(), backend="neuron", dynamic=False)
+w = torch.randn(40, 8, requires_grad=True)
+wn = w.detach().to("neuron").requires_grad_()
+g(wn, x.to("neuron")).backward()
+(torch.sigmoid(x @ w) * x[:, :8]).sum().backward()
+torch.testing.assert_close(wn.grad.cpu(), w.grad, rtol=1e-4, atol=1e-4)
 m = get_dynamo_metrics()
-print(m["kernel_builds"], m["kernel_cache_hits"])
+print(m["kernel_builds"], m["kernel_cache_hits"], m["graph_cache_hits"], m["compilations"])
 """
 
 
-def test_second_process_finds_the_kernels(tmp_path):
+def test_second_process_finds_the_graphs_and_kernels(tmp_path):
+    """The second process takes the ATen graphs from AOTAutograd's cache (compiler/graph_cache.py)
+    and the kernels from the kernel cache: it traces no ATen graph and builds nothing."""
     env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path / "shared"))
     runs = [subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
                            timeout=300) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
-    first, second = (tuple(int(v) for v in r.stdout.split()[-2:]) for r in runs)
-    assert first == (1, 0) and second == (0, 1), (first, second)
+    first, second = (tuple(int(v) for v in r.stdout.split()[-4:]) for r in runs)
+    builds, hits = first[0], first[1]
+    assert builds >= 2 and first[2:] == (0, 3), first  # inference, forward, backward graphs
+    assert second == (0, builds + hits, 3, 3), (first, second)
     assert any(name.endswith(".so") for name in os.listdir(tmp_path / "shared"))
+    assert os.listdir(tmp_path / "shared" / "aotautograd")
 
 
 def test_compiler_failure_raises_or_falls_back(monkeypatch):
@@ -247,6 +259,7 @@ def test_shared_values_stop_at_a_mutation():
     g.output((a1, a2, a3))
     gm = GraphModule(torch.nn.Module(), g)
     assert share_common_subexpressions(gm) == 1
+    gm.recompile()
     t = torch.ones(3, device="neuron")
     r1, r2, r3 = gm(t)
     assert r1 is r2 and torch.equal(r1.cpu(), torch.full((3,), 2.0)) and torch.equal(r3.cpu(), torch.full((3,), 4.0))

@@ -8,7 +8,7 @@ import torch
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
              "kernel_cache_hits", "inplace_updates", "shared_nodes", "grouped_attention", "fast_calls", "fallbacks",
-             "recordings", "replays", "replay_refusals", "compile_seconds")
+             "recordings", "replays", "replay_refusals", "graph_cache_hits", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -87,7 +87,7 @@ def _fallback_allowed():
 _graph_ids = iter(range(1 << 62))
 
 
-def _compile_graph(gm, example_inputs, kind):
+def _compile_graph(gm, kind):
     """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
     from .fusion import fuse, reinplace_input_updates
     from .passes import attend_grouped_heads, bind_fast_calls, share_common_subexpressions
@@ -106,6 +106,7 @@ def _compile_graph(gm, example_inputs, kind):
         stats["grouped_attention"] = attend_grouped_heads(gm)
         fuse(gm, cache_dir(), debug, stats)
         stats["fast_calls"] = bind_fast_calls(gm)
+        gm.graph.lint()
     except Exception as e:  # noqa: BLE001 - reported or turned into eager execution below
         if not _fallback_allowed():
             raise RuntimeError(
@@ -113,28 +114,35 @@ def _compile_graph(gm, example_inputs, kind):
                 "Set TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such graphs on the eager "
                 "kernels instead.") from e
         _count("fallbacks")
-        gm.recompile()
     else:
         for key, n in stats.items():
             _count(key, n)
         if debug:
             with open(os.path.join(debug, name + ".fused.txt"), "w") as f:
                 f.write(gm.print_readable(print_output=False))
+    gm.recompile()  # once, after every pass (each leaves the code to regenerate)
     _count("compilations")
     _count("compile_seconds", time.perf_counter() - start)
     return gm
 
 
-def _boxed(kind):
+def build(gm, kind):
+    """An ATen graph -> the boxed callable that runs it (fused; inference graphs replay)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
-    def compiler(gm, example_inputs):
-        forward = make_boxed_func(_compile_graph(gm, example_inputs, kind).forward)
-        if kind == "inference":
-            from .replay import Replayer
-            return Replayer(forward, gm, _count)
-        return forward
-    return compiler
+    forward = make_boxed_func(_compile_graph(gm, kind).forward)
+    if kind == "inference":
+        from .replay import Replayer
+        return Replayer(forward, gm, _count)
+    return forward
+
+
+def _compiler(kind):
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+
+    from .graph_cache import CompiledGraph
+
+    return SerializableAOTDispatchCompiler(CompiledGraph, lambda gm, example_inputs: CompiledGraph(gm, kind))
 
 
 def _decompositions():
@@ -157,11 +165,16 @@ def neuron_backend(gm, example_inputs, **options):
     _count("graph_nodes", len(gm.graph.nodes))
     from torch._dynamo.backends.common import aot_autograd
 
+    from . import graph_cache
+
     # keep_inference_input_mutations: an input the graph updates (a static KV cache) is
     # written by a copy_ inside the graph, where reinplace_input_updates can see it
     # Inference graphs (nothing needs gradients) get their own compiler: only those replay
     # their launches (compiler/replay.py); a training forward saves new activations each call.
-    backend = aot_autograd(fw_compiler=_boxed("forward"), bw_compiler=_boxed("backward"),
-                           inference_compiler=_boxed("inference"),
-                           decompositions=_decompositions(), keep_inference_input_mutations=True)
-    return backend(gm, example_inputs)
+    # AOTAutograd's cache keeps the ATen graphs across processes (compiler/graph_cache.py).
+    decompositions = _decompositions()
+    backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
+                           inference_compiler=_compiler("inference"),
+                           decompositions=decompositions, keep_inference_input_mutations=True)
+    with graph_cache.active(graph_cache.directory(cache_dir(), decompositions)):
+        return backend(gm, example_inputs)

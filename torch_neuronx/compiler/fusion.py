@@ -281,8 +281,6 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
             m.replace_all_uses_with(item, delete_user_cb=lambda user: user is not call and user not in members)
         for m in reversed(region.members):
             graph.erase_node(m)
-    graph.lint()
-    gm.recompile()
     return gm
 
 
@@ -318,7 +316,4 @@ def reinplace_input_updates(gm: GraphModule):
         graph.erase_node(copy)
         graph.erase_node(node)
         changed += 1
-    if changed:
-        graph.lint()
-        gm.recompile()
     return changed

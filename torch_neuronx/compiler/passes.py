@@ -14,6 +14,9 @@ on a 2-core machine the host thread that makes them takes compute from the devic
   through those (Python's argument parser in C++ instead of the boxed operator call: a view
   costs about 1 us instead of 2.6); `slice` becomes `narrow`, its bounds resolved from the
   static shape.
+
+Passes change the graph only; the caller regenerates the module's code once after the last
+(`gm.recompile()`, about 0.1 s for a SmolLM2 graph).
 """
 import operator
 
@@ -112,8 +115,6 @@ def share_common_subexpressions(gm: GraphModule):
             shared += 1
         else:
             seen[key] = node
-    if shared:
-        gm.recompile()
     return shared
 
 
@@ -163,8 +164,6 @@ def attend_grouped_heads(gm: GraphModule):
                 graph.erase_node(chain)
                 chain = nxt if nxt is not kx and nxt is not vx else None
         rewritten += 1
-    if rewritten:
-        gm.recompile()
     return rewritten
 
 
@@ -207,6 +206,4 @@ def bind_fast_calls(gm: GraphModule):
             continue
         node.target, node.kwargs = fn, kwargs
         bound += 1
-    if bound:
-        gm.recompile()
     return bound
