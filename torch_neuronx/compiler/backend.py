@@ -32,6 +32,8 @@ def get_dynamo_metrics():
     - recordings, replays, replay_refusals: inference graphs whose launches were recorded,
       calls that replayed a recording as one launch, and graphs that stopped recording
       (work that cannot replay; see compiler/replay.py);
+    - graph_cache_hits: forward, backward and inference graphs that came back from
+      AOTAutograd's cache on disk instead of being traced (compiler/graph_cache.py);
     - compile_seconds: time spent compiling;
     - graph_breaks and recompiles: Dynamo's own counts for this process."""
     with _lock:

@@ -16,6 +16,7 @@ for. torch's switches apply: TORCHINDUCTOR_AUTOGRAD_CACHE=0 or
 `torch.compiler.config.force_disable_caches` turn the cache off.
 """
 import contextlib
+import dataclasses
 import hashlib
 import os
 from unittest import mock
@@ -49,13 +50,9 @@ class CompiledGraph(OutputCode):
     def post_compile(self, example_inputs, constants, graph_kwargs):
         if self._fn is not None:
             return
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        from torch.fx._graph_pickler import GraphPickler
-
         from .backend import _count, build
 
-        gm = GraphPickler.loads(self._pickled, FakeTensorMode())
-        self._fn = build(gm, self.kind)
+        self._fn = build(_unpickle(self._pickled), self.kind)
         _count("graph_cache_hits")
 
     def set_triton_bundle(self, triton_bundle):
@@ -67,21 +64,69 @@ class CompiledGraph(OutputCode):
         return state
 
 
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """What the passes read of a node's value (a fake tensor), kept in its place in the pickle.
+    A fake tensor rebuilt from it costs about 11 us; pickled whole, it goes back through
+    FakeTensorMode's conversion of a real tensor, several times slower."""
+    shape: tuple
+    stride: tuple
+    offset: int
+    dtype: torch.dtype
+    device: torch.device
+
+
+def _map(fn, kind, value):
+    """fn applied to every `kind` in a node's value (a tensor, or a tuple or list of values)."""
+    if isinstance(value, kind):
+        return fn(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map(fn, kind, v) for v in value)
+    return value
+
+
+def _spec(t):
+    return TensorSpec(tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, t.device)
+
+
 def _pickle(gm):
-    """The graph as bytes (fake tensors in its metadata included), or None when it holds
-    something that does not pickle (an op that is neither ATen nor registered by name)."""
+    """The graph as bytes, each node's value as TensorSpecs; None when the graph holds something
+    that does not pickle."""
     if not enabled():
         return None
     from torch._subclasses.fake_tensor import unset_fake_temporarily
     from torch.fx._graph_pickler import GraphPickler, Options
 
+    vals = {node: node.meta["val"] for node in gm.graph.nodes if "val" in node.meta}
     try:
+        for node, val in vals.items():
+            node.meta["val"] = _map(_spec, torch.Tensor, val)
         with unset_fake_temporarily():  # constants in the graph are real tensors
-            # The passes read only each node's value (a fake tensor): its shape, strides and dtype.
-            return GraphPickler.dumps(gm, Options(ops_filter=None,
-                                                  node_metadata_key_filter=lambda key: key == "val"))
+            return GraphPickler.dumps(gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: key == "val"))
     except Exception:  # noqa: BLE001 - such a graph is simply not cached
         return None
+    finally:
+        for node, val in vals.items():
+            node.meta["val"] = val
+
+
+def _unpickle(data):
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx._graph_pickler import GraphPickler
+
+    mode = FakeTensorMode()
+
+    def fake(spec):
+        meta = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="meta")
+        if spec.offset:
+            meta = meta.as_strided(spec.shape, spec.stride, spec.offset)
+        return FakeTensor(mode, meta, spec.device)
+
+    gm = GraphPickler.loads(data, mode)
+    for node in gm.graph.nodes:
+        if "val" in node.meta:
+            node.meta["val"] = _map(fake, TensorSpec, node.meta["val"])
+    return gm
 
 
 def enabled():
@@ -91,7 +136,7 @@ def enabled():
 
 
 # Bumped when what an entry holds changes meaning (the graph before which passes).
-FORMAT = 1
+FORMAT = 3
 
 
 def directory(root, decompositions):
@@ -104,10 +149,15 @@ def directory(root, decompositions):
 def active(path):
     """While the backend runs AOTAutograd: entries are bundled (they hold CompiledGraph) and
     live under `path`; backward graphs compile with their forward, so that both are saved.
-    Dynamo compiles one frame at a time (its compile lock), so the patch is not seen by others."""
+    The key's hash of Inductor's settings does not register Inductor's code generators first
+    (imports that cost 0.5 s and that neuron never uses; their custom passes, none by default,
+    are what it hashes). Dynamo compiles one frame at a time (its compile lock), so these
+    patches are not seen by other compilations."""
     from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCache
+    from torch._inductor import codecache
 
     with torch._functorch.config.patch(bundled_autograd_cache=True,
                                        force_non_lazy_backward_lowering=True), \
-            mock.patch.object(AOTAutogradCache, "_get_tmp_dir", classmethod(lambda cls: path)):
+            mock.patch.object(AOTAutogradCache, "_get_tmp_dir", classmethod(lambda cls: path)), \
+            mock.patch.object(codecache, "init_backend_registration", lambda: None):
         yield
