@@ -258,6 +258,23 @@ def test_static_cache_decode_steps_match_cpu():
     assert m["replays"] >= 2 and m["fallbacks"] == 0, m
 
 
+def test_constants_fold_unless_returned():
+    """Values that read no graph input are computed once at compile time; one the graph
+    returns is computed per call, so a caller changing it changes nothing else."""
+    def f(x):
+        ramp = torch.arange(8, device=x.device, dtype=torch.float32) * 0.5 + 1.0
+        return x * ramp, torch.arange(4, device=x.device)
+
+    compiled = torch.compile(f, backend="neuron", dynamic=False)
+    x = torch.randn(3, 8)
+    for _ in range(3):
+        got, ids = compiled(x.to("neuron"))
+        torch.testing.assert_close(got.cpu(), f(x)[0], **TOL)
+        assert torch.equal(ids.cpu(), torch.arange(4))
+        ids.add_(10)  # the caller owns what it gets
+    assert get_dynamo_metrics()["folded_constants"] == 1, get_dynamo_metrics()
+
+
 def test_shared_values_stop_at_a_mutation():
     """A pure node equal to an earlier one takes its value, unless a mutation of what it reads
     lies between them."""

@@ -7,8 +7,9 @@ import torch
 
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
-             "kernel_cache_hits", "inplace_updates", "shared_nodes", "grouped_attention", "fast_calls", "fallbacks",
-             "recordings", "replays", "replay_refusals", "graph_cache_hits", "compile_seconds")
+             "kernel_cache_hits", "inplace_updates", "shared_nodes", "folded_constants", "grouped_attention",
+             "fast_calls", "fallbacks", "recordings", "replays", "replay_refusals", "graph_cache_hits",
+             "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -24,6 +25,7 @@ def get_dynamo_metrics():
     - inplace_updates: updates of a graph input (a static cache) made in place rather than
       by copying the whole input;
     - shared_nodes: nodes dropped because an equal pure node computes the same value;
+      folded_constants: values that read no graph input, computed once at compile time;
       grouped_attention: attention calls that read shared key/value heads instead of
       repeated copies; fast_calls: ATen calls made through their Tensor method or torch function (see
       compiler/passes.py);
@@ -92,7 +94,7 @@ _graph_ids = iter(range(1 << 62))
 def _compile_graph(gm, kind):
     """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
     from .fusion import fuse, reinplace_input_updates
-    from .passes import attend_grouped_heads, bind_fast_calls, share_common_subexpressions
+    from .passes import attend_grouped_heads, bind_fast_calls, fold_constants, share_common_subexpressions
 
     start = time.perf_counter()
     debug = _debug_dir()
@@ -105,6 +107,7 @@ def _compile_graph(gm, kind):
     try:
         stats["inplace_updates"] = reinplace_input_updates(gm)
         stats["shared_nodes"] = share_common_subexpressions(gm)
+        stats["folded_constants"] = fold_constants(gm)
         stats["grouped_attention"] = attend_grouped_heads(gm)
         fuse(gm, cache_dir(), debug, stats)
         stats["fast_calls"] = bind_fast_calls(gm)

@@ -6,6 +6,8 @@ on a 2-core machine the host thread that makes them takes compute from the devic
 - share_common_subexpressions: a pure node computed again with the same arguments (every
   layer rebuilds the same attention mask, for instance) is computed once. A node that reads a
   graph input the graph mutates is only shared with nodes on the same side of the mutation.
+- fold_constants: pure nodes that read no graph input (aranges, scalar tensors) are computed
+  once at compile time and become constants of the graph, unless the graph returns them.
 - attend_grouped_heads: grouped-query attention reads the shared key and value heads
   directly; Transformers' repeat_kv (unsqueeze, expand, clone, view: a copy of the whole KV
   cache per layer and step) is dropped, as the fused kernel maps query head h to kv head
@@ -116,6 +118,51 @@ def share_common_subexpressions(gm: GraphModule):
         else:
             seen[key] = node
     return shared
+
+
+# A folded value stays in device memory as long as the graph: larger ones are computed per call.
+MAX_FOLDED_BYTES = 1 << 20
+
+
+def _escapes(node):
+    """The node's value, or a view of it, is an output of the graph (the caller may change it)."""
+    return any(u.op == "output" or (isinstance(u.target, torch._ops.OpOverload) and u.target.is_view
+                                    and _escapes(u)) for u in node.users)
+
+
+def fold_constants(gm: GraphModule):
+    """Pure nodes that read no graph input (aranges, scalar tensors, masks built from them)
+    are computed once, here, and read as constants of the graph. Returns how many values
+    were folded (the nodes computing them go)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    graph = gm.graph
+    values = {}  # constant node -> its value
+    for node in graph.nodes:
+        if node.op == "get_attr":
+            values[node] = operator.attrgetter(node.target)(gm)
+        elif _pure(node) and all(a in values for a in node.all_input_nodes):
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor) or val.numel() * val.element_size() > MAX_FOLDED_BYTES:
+                continue
+            with unset_fake_temporarily(), torch.no_grad():
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), values.__getitem__)
+                values[node] = node.target(*args, **kwargs)
+    folded = 0
+    for node in [n for n in values if n.op == "call_function"]:
+        if _escapes(node) or all(u in values for u in node.users):
+            continue  # only values that non-constant nodes read become constants
+        name = f"_folded{folded}"
+        setattr(gm, name, values[node])
+        with graph.inserting_before(node):
+            attr = graph.get_attr(name)
+        attr.meta["val"] = node.meta["val"]
+        node.replace_all_uses_with(attr, delete_user_cb=lambda user: user not in values)
+        folded += 1
+    for node in reversed([n for n in values if n.op == "call_function"]):
+        if not node.users:
+            graph.erase_node(node)
+    return folded
 
 
 def _repeated_heads(node, heads):
