@@ -8,50 +8,14 @@ arguments to regenerate part of it, e.g. `-k native`); `--report` groups it by c
 
 GAPS = {
     # --- forward
-    ('forward', 'div.trunc_rounding', 'bfloat16'):
-        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
-    ('forward', 'div.trunc_rounding', 'float16'):
-        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc'): neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
     ('forward', '_foreach_add[long]', 'bfloat16'):
-        'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0156 (rel 0.125); 1/121 elements',
+        'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0142 (rel 0.113); 1/121 elements',
     ('forward', '_foreach_add[long]', 'float16'):
-        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[0]: neuron result differs: max abs diff 0.00195 (rel 0.0712); 4/400 elements [2 of 14 samples fail]',
-    # --- out
-    ('out', 'div.trunc_rounding', 'bfloat16'):
-        "sample 4 (bf16[5, 10, 5], bf16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.0556); 1/250 elements [4 of 9 samples fail]",
-    ('out', 'div.trunc_rounding', 'float16'):
-        "sample 6 (f16[10, 1, 5], f16[10, 5], rounding_mode='trunc') out=: neuron result differs: max abs diff 1 (rel 0.00719); 1/500 elements [2 of 9 samples fail]",
+        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[16]: neuron result differs: max abs diff 0.00391 (rel 0.00175); 1/16 elements [2 of 14 samples fail]',
     # --- gradients
     ('gradients', 'nn.functional.layer_norm', 'float32'):
         'sample 2 (f32[1], (1), f32[1], f32[1]) grad of input 0: neuron gradient differs: max abs diff 0.000122 (rel 1); 1/1 elements',
     # --- native
     ('native', 'norm.nuc', 'float32'):
         'falls back: aten::_linalg_svd.U (all 2 samples)',
-    ('native', 'sort', 'bool'):
-        'falls back: aten::sort.values_stable (all 58 samples)',
-    ('native', 'nn.functional.embedding', 'float32'):
-        'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f32[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'nn.functional.embedding', 'bfloat16'):
-        'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: bf16[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'nn.functional.embedding', 'float16'):
-        'falls back: aten::embedding_renorm_ (3/10 samples, e.g. 5: f16[5, 5], i64[2, 2], max_norm=1)',
-    ('native', 'gather', 'float32'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: f32[5], 0, u8[2, 0])',
-    ('native', 'gather', 'bfloat16'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: bf16[5], 0, u8[2, 0])',
-    ('native', 'gather', 'float16'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: f16[5], 0, u8[2, 0])',
-    ('native', 'gather', 'int64'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: i64[5], 0, u8[2, 0])',
-    ('native', 'gather', 'int32'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: i32[5], 0, u8[2, 0])',
-    ('native', 'gather', 'bool'):
-        'falls back: aten::gather.out (3/7 samples, e.g. 4: b8[5], 0, u8[2, 0])',
-    ('native', 'index_put', 'bool'):
-        'falls back: aten::_index_put_impl_ (2/4 samples, e.g. 2: b8[5, 5], (i64[2]), b8[2, 5], accumulate=True)',
-    ('native', '_foreach_maximum', 'bool'):
-        'falls back: aten::clamp.Tensor_out (1/3 samples, e.g. 0: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...]); aten::clamp.out (2/3 samples, e.g. 1: [b8[5, 5],b8[4, 4],b8[3, 3],b8[2, 2],...], 8)',
-    ('native', '_foreach_maximum[long]', 'bool'):
-        'falls back: aten::clamp.Tensor_out (2/6 samples, e.g. 0: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], [b8[20, 20],b8[19, 19],b8[18, 18],b8...); aten::clamp.out (4/6 samples, e.g. 1: [b8[20, 20],b8[19, 19],b8[18, 18],b8[17, 17],...], 8)',
-    # --- native_backward
 }

@@ -74,6 +74,18 @@ def test_division(dtype):
     check(torch.div, a, torch.zeros_like(b))   # inf and nan, as on the CPU
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_alpha_and_trunc_division_round_as_the_cpu(dtype):
+    """Bit for bit as the CPU's vectorised kernels: add/sub with a float alpha is one fused
+    multiply-add, with alpha rounded to the dtype for bf16/f16; a bf16/f16 quotient is
+    rounded to its dtype before `trunc`."""
+    torch.manual_seed(0)
+    a, b = torch.randn(4096).mul(8).to(dtype), torch.randn(4096).to(dtype)  # a whole number of vectors
+    for fn in (lambda x, y: torch.add(x, y, alpha=3.14), lambda x, y: torch.sub(x, y, alpha=0.3),
+               lambda x, y: torch.div(x, y, rounding_mode="trunc")):
+        assert torch.equal(fn(a.to("neuron"), b.to("neuron")).cpu(), fn(a, b))
+
+
 @pytest.mark.parametrize("dtype", INTS, ids=str)
 def test_integer_division(dtype):
     a, b = make((5, 40), dtype, 1), make((5, 40), dtype, 2)

@@ -18,6 +18,13 @@
 
 static inline int is_half(tn_dtype t) { return t == TN_DTYPE_F16 || t == TN_DTYPE_BF16; }
 
+/* A float scalar as a bf16 or f16 value holds it: PyTorch's alpha for half tensors. */
+static double round_to_half(tn_dtype t, double x) {
+    float f = (float)x;
+    return t == TN_DTYPE_BF16 ? tn_bf16_to_f32_inline(tn_f32_to_bf16_inline(f))
+                              : tn_f16_to_f32_inline(tn_f32_to_f16_inline(f));
+}
+
 /* ---- generic element paths ---- */
 
 /* erf^-1(y): a rational first guess in w = -log(1 - y^2) (central and tail branches), then
@@ -120,8 +127,8 @@ static tn_value unary_value(tn_unary_op op, tn_value v, tn_dtype compute) {
 
 static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     switch (op) {
-    case TN_BINARY_ADD: return a + alpha * b;
-    case TN_BINARY_SUB: return a - alpha * b;
+    case TN_BINARY_ADD: return fma(alpha, b, a); /* one rounding, as PyTorch's CPU kernels */
+    case TN_BINARY_SUB: return fma(-alpha, b, a);
     case TN_BINARY_MUL: return a * b;
     case TN_BINARY_DIV: return a / b;
     case TN_BINARY_DIV_TRUNC: return trunc(a / b);
@@ -237,6 +244,11 @@ static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_s
         if (compute == TN_DTYPE_BOOL) r.i = r.i != 0;
     } else {
         double al = alpha->kind == TN_SCALAR_KIND_FLOAT ? alpha->f : (double)alpha->i;
+        if (op == TN_BINARY_DIV_TRUNC && is_half(compute)) {
+            /* PyTorch rounds a half quotient to its dtype before truncating it */
+            a.re = round_to_half(compute, a.re / b.re);
+            b.re = 1.0;
+        }
         r.re = binary_double(op, a.re, b.re, al);
         r.is_int = 0;
         if (compute == TN_DTYPE_F32 || is_half(compute)) r.re = (float)r.re;
@@ -299,6 +311,9 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             bes = tn_dtype_size(b->dtype);
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
+    tn_scalar alpha_c = *alpha;
+    if (is_half(compute) && alpha_c.kind == TN_SCALAR_KIND_FLOAT) alpha_c.f = round_to_half(compute, alpha_c.f);
+    alpha = &alpha_c;
     float alpha_f = alpha->kind == TN_SCALAR_KIND_FLOAT ? (float)alpha->f : (float)alpha->i;
     int zero_div = 0;
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);

@@ -38,8 +38,9 @@ static inline void row1(tn_f32_unary_fn f, int64_t n, float *restrict o, int64_t
     }
 }
 
-static inline float f_add(float a, float b, float al) { return a + al * b; }
-static inline float f_sub(float a, float b, float al) { return a - al * b; }
+/* alpha * b + a in one rounding, as PyTorch's CPU kernels compute it */
+static inline float f_add(float a, float b, float al) { return TN_FMA(al, b, a); }
+static inline float f_sub(float a, float b, float al) { return TN_FMA(-al, b, a); }
 static inline float f_mul(float a, float b, float al) { (void)al; return a * b; }
 static inline float f_div(float a, float b, float al) { (void)al; return a / b; }
 static inline float f_max(float a, float b, float al) {

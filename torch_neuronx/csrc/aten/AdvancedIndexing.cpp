@@ -165,7 +165,7 @@ Tensor& index_put_impl(Tensor& self, const IndexList& indices, const Tensor& val
                 "at least two devices, ", self.device(), " and ", v.device(), "! (in index_put_)");
     v = v.to(self.device());
   }
-  if (!elementwise_dtypes_ok({self.scalar_type()}) || (accumulate && self.scalar_type() == at::kBool))
+  if (!elementwise_dtypes_ok({self.scalar_type()}))  // bools accumulate as the CPU's: a logical or
     return via_fallback<at::_ops::_index_put_impl_>(self, indices, v, accumulate, unsafe);
   auto plan = plan_indexing(self, indices);
   if (!plan) return via_fallback<at::_ops::_index_put_impl_>(self, indices, v, accumulate, unsafe);

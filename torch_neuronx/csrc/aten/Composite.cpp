@@ -115,11 +115,21 @@ Tensor& lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& wei
 Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max,
                   Tensor& out) {
   TORCH_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
-  bool float_bound = (min && min->isFloatingPoint()) || (max && max->isFloatingPoint());
-  if (!elementwise_dtypes_ok({self.scalar_type()}) || self.scalar_type() == at::kBool ||
-      out.scalar_type() != self.scalar_type() || (float_bound && at::isIntegralType(self.scalar_type(), true)))
-    return via_fallback<at::_ops::clamp_out>(self, min, max, out);  // promotion cases
+  auto type = self.scalar_type();  // clamp's promotion: a float bound makes an integer input float
+  if (min) type = at::promote_types(type, at::result_type(self, *min));
+  if (max) type = at::promote_types(type, at::result_type(self, *max));
+  if (!elementwise_dtypes_ok({type, out.scalar_type()}) || at::isComplexType(type))
+    return via_fallback<at::_ops::clamp_out>(self, min, max, out);  // the CPU's error for complex
+  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
+              out.scalar_type());
   track_native("aten::clamp.out");
+  if (type != self.scalar_type() || out.scalar_type() != type) {
+    Tensor r = self.to(type);
+    if (min) r = at::maximum(r, at::native::wrapped_scalar_tensor(*min).to(r.device()).to(type));
+    if (max) r = at::minimum(r, at::native::wrapped_scalar_tensor(*max).to(r.device()).to(type));
+    at::native::resize_output(out, r.sizes());
+    return out.copy_(r);
+  }
   const Tensor* src = &self;
   if (min) {
     at::maximum_out(out, self, at::native::wrapped_scalar_tensor(*min).to(self.scalar_type()));
@@ -138,7 +148,7 @@ Tensor& clamp_tensor_out(const Tensor& self, const std::optional<Tensor>& min, c
   auto type = self.scalar_type();
   if (has_min) type = at::promote_types(type, min->scalar_type());
   if (has_max) type = at::promote_types(type, max->scalar_type());
-  if (!elementwise_dtypes_ok({type, out.scalar_type()}) || type == at::kBool)
+  if (!elementwise_dtypes_ok({type, out.scalar_type()}))
     return via_fallback<at::_ops::clamp_Tensor_out>(self, min, max, out);
   TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
               out.scalar_type());

@@ -13,7 +13,13 @@
 #include <ATen/ops/scatter.h>
 #include <ATen/ops/scatter_add.h>
 #include <ATen/ops/where.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/ops/embedding_dense_backward.h>
+#include <ATen/ops/embedding_renorm.h>
+#include <ATen/ops/index_copy.h>
+#include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/isin.h>
 #include <ATen/ops/logical_not.h>
@@ -196,6 +202,24 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64
   return out;
 }
 
+// embedding(max_norm=...): the rows the indices name are scaled down in place to max_norm
+// where their p-norm (in self's dtype, as the CPU's) exceeds it. A row named twice is
+// written twice with the same value.
+Tensor& embedding_renorm(Tensor& self, const Tensor& indices, double max_norm, double norm_type) {
+  at::checkDim("embedding_renorm_", at::TensorArg(self, "self", 1), 2);
+  at::checkScalarTypes("embedding_renorm_", at::TensorArg(indices, "indices", 2), {at::kLong, at::kInt});
+  if (!at::isFloatingType(self.scalar_type()) || !elementwise_dtypes_ok({self.scalar_type()}))
+    return via_fallback<at::_ops::embedding_renorm_>(self, indices, max_norm, norm_type);
+  track_native("aten::embedding_renorm_");
+  Tensor idx = indices.reshape({-1});
+  if (idx.numel() == 0) return self;
+  Tensor rows = self.index_select(0, idx);
+  Tensor norms = at::linalg_vector_norm(rows, norm_type, 1, true).to(at::kFloat);
+  Tensor scale = at::where(norms.gt(max_norm), at::reciprocal(norms.add(1e-7)).mul(max_norm), at::ones_like(norms));
+  self.index_copy_(0, idx, rows.to(at::kFloat).mul(scale).to(self.scalar_type()));
+  return self;
+}
+
 // Membership against a short list (end-of-sequence ids and the like) as one comparison and
 // an any(); long lists go to the fallback.
 Tensor& isin_out(const Tensor& elements, const Tensor& test, bool assume_unique, bool invert, Tensor& out) {
@@ -291,6 +315,21 @@ Tensor& scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, co
 
 Tensor& gather_out(const Tensor& self, int64_t dim, const Tensor& raw_index, bool sparse_grad, Tensor& out) {
   Tensor index = long_index(raw_index, "gather");
+  if (index.numel() == 0 && elementwise_dtypes_ok({self.scalar_type()}) && out.scalar_type() == self.scalar_type()) {
+    // nothing to read: the CPU checks no shapes either, whatever the index's dimensions
+    at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+    track_native("aten::gather.out");
+    at::native::resize_output(out, index.sizes());
+    return out;
+  }
+  if (self.dim() == 0 && index.dim() <= 1 && out.scalar_type() == self.scalar_type()) {
+    // a 0-dim self gathers as one of size 1 (the index can only hold 0); out has the index's shape
+    at::maybe_wrap_dim(dim, 1);
+    at::native::resize_output(out, index.sizes());
+    Tensor flat = out.view({out.numel()});
+    gather_out(self.view({1}), 0, index.view({index.numel()}), sparse_grad, flat);
+    return out;
+  }
   if (!elementwise_dtypes_ok({self.scalar_type()}) || self.dim() == 0 || index.dim() != self.dim() ||
       out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::gather_out>(self, dim, raw_index, sparse_grad, out);
@@ -321,6 +360,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.value_reduce_out", scatter_value_reduce_out);
   m.impl("scatter_add.out", scatter_add_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
+  m.impl("embedding_renorm_", embedding_renorm);
   m.impl("isin.Tensor_Tensor_out", isin_out);
   m.impl("index_select.out", index_select_out);
   m.impl("index_select", index_select);

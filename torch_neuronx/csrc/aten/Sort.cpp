@@ -14,8 +14,11 @@ namespace {
 
 using at::Tensor;
 
-bool sortable(const Tensor& t) {
-  return elementwise_dtypes_ok({t.scalar_type()}) && t.scalar_type() != at::kBool;
+// Complex values have no order (the CPU's error comes through the fallback); neither has
+// topk of bools on the CPU, which sorts them.
+bool sortable(const Tensor& t, bool bools) {
+  auto type = t.scalar_type();
+  return elementwise_dtypes_ok({type}) && !at::isComplexType(type) && (bools || type != at::kBool);
 }
 
 void launch(const char* name, const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim,
@@ -29,7 +32,7 @@ void launch(const char* name, const Tensor& values, const Tensor& indices, const
 
 std::tuple<Tensor&, Tensor&> sort_out(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending,
                                       Tensor& values, Tensor& indices) {
-  if (!sortable(self) || values.scalar_type() != self.scalar_type())
+  if (!sortable(self, true) || values.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::sort_values_stable>(self, stable, dim, descending, values, indices);
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   at::native::resize_output(values, self.sizes());
@@ -43,7 +46,7 @@ std::tuple<Tensor&, Tensor&> topk_out(const Tensor& self, int64_t k, int64_t dim
   int64_t d = at::maybe_wrap_dim(dim, self.dim());
   int64_t size = self.dim() ? self.size(d) : 1;
   TORCH_CHECK(k >= 0 && k <= size, "selected index k out of range");
-  if (!sortable(self) || values.scalar_type() != self.scalar_type())
+  if (!sortable(self, false) || values.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::topk_values>(self, k, dim, largest, sorted, values, indices);
   std::vector<int64_t> shape = self.sizes().vec();
   if (self.dim()) shape[d] = k;
