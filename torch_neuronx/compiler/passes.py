@@ -153,7 +153,7 @@ def fold_constants(gm: GraphModule):
         if _escapes(node) or all(u in values for u in node.users):
             continue  # only values that non-constant nodes read become constants
         name = f"_folded{folded}"
-        setattr(gm, name, values[node])
+        gm.register_buffer(name, values[node], persistent=False)
         with graph.inserting_before(node):
             attr = graph.get_attr(name)
         attr.meta["val"] = node.meta["val"]
