@@ -102,7 +102,8 @@ def _pickle(gm):
         for node, val in vals.items():
             node.meta["val"] = _map(_spec, torch.Tensor, val)
         with unset_fake_temporarily():  # constants in the graph are real tensors
-            return GraphPickler.dumps(gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: key == "val"))
+            options = Options(ops_filter=None, node_metadata_key_filter=lambda key: key == "val")
+            return GraphPickler.dumps(gm, options)
     except Exception:  # noqa: BLE001 - such a graph is simply not cached
         return None
     finally:
