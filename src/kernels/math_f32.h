@@ -16,12 +16,14 @@
 #define TN_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, exponent assembled in the bits. */
+/* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, n added to the exponent bits.
+ * The clamp is written as max/min that send NaN to the lower bound (x86's maxps/minps keep
+ * the second operand when either is NaN, as these selects do), so the reduction never sees a
+ * NaN (its integer conversion would be undefined); the last select puts NaN back. */
 static inline float tn_expf(float x) {
-    float xc = x != x ? 0.0f : x;
-    xc = xc < -87.3f ? -87.3f : xc;
-    xc = xc > 88.7f ? 88.7f : xc;
-    float n = floorf(xc * 1.44269504f + 0.5f);
+    float xc = x > -87.33655f ? x : -87.33655f;
+    xc = xc < 88.72284f ? xc : 88.72284f;
+    float n = rintf(xc * 1.44269504f);
     float r = TN_FMA(n, -0.693359375f, xc);
     r = TN_FMA(n, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
@@ -31,7 +33,9 @@ static inline float tn_expf(float x) {
     p = TN_FMA(p, r, 1.6666665459e-1f);
     p = TN_FMA(p, r, 5.0000001201e-1f);
     p = TN_FMA(p * r, r, r) + 1.0f;
-    float y = p * tn_f32_from_bits((uint32_t)((int32_t)n + 127) << 23);
+    /* p * 2^n by adding n to p's exponent bits: exact, and right for n = 128 too (x above
+     * 88.38), where a separate 2^n would not fit a float's exponent */
+    float y = tn_f32_from_bits(tn_f32_bits(p) + ((uint32_t)(int32_t)n << 23));
     y = x > 88.72283f ? INFINITY : y;
     y = x < -87.33654f ? 0.0f : y;
     return x != x ? x : y;
