@@ -244,12 +244,10 @@ static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_s
         if (compute == TN_DTYPE_BOOL) r.i = r.i != 0;
     } else {
         double al = alpha->kind == TN_SCALAR_KIND_FLOAT ? alpha->f : (double)alpha->i;
-        if (op == TN_BINARY_DIV_TRUNC && is_half(compute)) {
-            /* PyTorch rounds a half quotient to its dtype before truncating it */
-            a.re = round_to_half(compute, a.re / b.re);
-            b.re = 1.0;
-        }
-        r.re = binary_double(op, a.re, b.re, al);
+        if (op == TN_BINARY_DIV_TRUNC && is_half(compute)) /* PyTorch rounds a half quotient first */
+            r.re = trunc(round_to_half(compute, a.re / b.re));
+        else
+            r.re = binary_double(op, a.re, b.re, al);
         r.is_int = 0;
         if (compute == TN_DTYPE_F32 || is_half(compute)) r.re = (float)r.re;
         return r;
@@ -311,10 +309,9 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             bes = tn_dtype_size(b->dtype);
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
-    tn_scalar alpha_c = *alpha;
-    if (is_half(compute) && alpha_c.kind == TN_SCALAR_KIND_FLOAT) alpha_c.f = round_to_half(compute, alpha_c.f);
-    alpha = &alpha_c;
-    float alpha_f = alpha->kind == TN_SCALAR_KIND_FLOAT ? (float)alpha->f : (float)alpha->i;
+    tn_scalar al = *alpha; /* for half tensors, PyTorch's alpha is a value of their dtype */
+    if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT) al.f = round_to_half(compute, al.f);
+    float alpha_f = al.kind == TN_SCALAR_KIND_FLOAT ? (float)al.f : (float)al.i;
     int zero_div = 0;
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
@@ -339,7 +336,7 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
         }
         for (int64_t i = 0; i < n; i++) {
             tn_value v = binary_value(op, tn_load(pa + i * as * aes, a->dtype),
-                                      tn_load(pb + i * bs * bes, b->dtype), alpha, compute,
+                                      tn_load(pb + i * bs * bes, b->dtype), &al, compute,
                                       &zero_div);
             tn_store(o + i * os * oes, out->dtype, v);
         }

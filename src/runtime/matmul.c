@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/elem.h"
 #include "internal.h"
 #include "tn/gemm.h"
 #include "tn/kernels.h"
@@ -87,11 +88,6 @@ tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g) 
     return tn_stream_launch(stream, name ? name : "gemm", run_gemm, &t, sizeof t);
 }
 
-static int integer(tn_dtype t) {
-    return t == TN_DTYPE_U8 || t == TN_DTYPE_I8 || t == TN_DTYPE_I16 || t == TN_DTYPE_I32 ||
-           t == TN_DTYPE_I64;
-}
-
 typedef struct gemm_int_task {
     tn_gemm g;
     int64_t alpha, beta;
@@ -112,7 +108,7 @@ tn_status tn_gemm_int_async(tn_stream_t stream, const char *name, const tn_gemm 
                             int64_t beta) {
     if (g->batch < 0 || g->m < 0 || g->n < 0 || g->k < 0)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM with a negative dimension");
-    if (!integer(g->a.dtype) || g->b.dtype != g->a.dtype || g->c.dtype != g->a.dtype)
+    if (g->a.dtype == TN_DTYPE_BOOL || !tn_dtype_is_int(g->a.dtype) || g->b.dtype != g->a.dtype || g->c.dtype != g->a.dtype)
         return tn_error(TN_STATUS_INVALID_ARGUMENT,
                         "integer GEMM: A, B and C must share one integer dtype (u8, i8, i16, i32, i64)");
     if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;

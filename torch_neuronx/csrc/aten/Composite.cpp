@@ -123,19 +123,15 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
   TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
               out.scalar_type());
   track_native("aten::clamp.out");
-  if (type != self.scalar_type() || out.scalar_type() != type) {
-    Tensor r = self.to(type);
-    if (min) r = at::maximum(r, at::native::wrapped_scalar_tensor(*min).to(r.device()).to(type));
-    if (max) r = at::minimum(r, at::native::wrapped_scalar_tensor(*max).to(r.device()).to(type));
-    at::native::resize_output(out, r.sizes());
-    return out.copy_(r);
+  auto bound = [&](const c10::Scalar& v) { return at::native::wrapped_scalar_tensor(v).to(type); };
+  Tensor x = self.to(type);  // self itself when the type is self's
+  Tensor dst = out.scalar_type() == type ? out : at::empty({0}, x.options());
+  if (min) at::maximum_out(dst, x, bound(*min));
+  if (max) at::minimum_out(dst, min ? dst : x, bound(*max));
+  if (!dst.is_same(out)) {
+    at::native::resize_output(out, dst.sizes());
+    out.copy_(dst);
   }
-  const Tensor* src = &self;
-  if (min) {
-    at::maximum_out(out, self, at::native::wrapped_scalar_tensor(*min).to(self.scalar_type()));
-    src = &out;
-  }
-  if (max) at::minimum_out(out, *src, at::native::wrapped_scalar_tensor(*max).to(self.scalar_type()));
   return out;
 }
 
