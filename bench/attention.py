@@ -4,12 +4,15 @@
 
 Language-model shapes (batch 1, 8 heads of 64): a causal prefill of L tokens and a decode
 step (one query against S cached keys), forward only, float32 and bfloat16; ms per call and
-the ratio. neuron is timed as a device: launch, then synchronize.
+the ratio. Then a training step with dropout (forward and backward, float32): the fused
+kernel, neuron's math path (matmul, softmax, dropout, matmul) and the CPU. neuron is timed as
+a device: launch, then synchronize.
 """
 import argparse
 import os
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from common import best
 
@@ -32,6 +35,22 @@ def main():
                                   torch.neuron.synchronize()), args.repeat)
             t_cpu = best(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeat)
             print(f"{name:>22} {str(dtype)[6:]:>9}  {t_dev * 1e3:>9.2f} {t_cpu * 1e3:>8.2f}  {t_cpu / t_dev:>9.2f}x")
+    print(f"\n{'train, dropout 0.1':>22} {'fused ms':>9} {'math ms':>8} {'cpu ms':>8}  {'cpu/fused':>9} {'math/fused':>10}")
+    for l in (128, 512):
+        leaves = [torch.randn(1, 8, l, 64, requires_grad=True) for _ in range(3)]
+        dev = [t.detach().to("neuron").requires_grad_() for t in leaves]
+
+        def step(tensors, backend, sync):
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(*tensors, dropout_p=0.1, is_causal=True).sum().backward()
+            if sync:
+                torch.neuron.synchronize()
+
+        t_fused = best(lambda: step(dev, SDPBackend.OVERRIDEABLE, True), args.repeat)
+        t_math = best(lambda: step(dev, SDPBackend.MATH, True), args.repeat)
+        t_cpu = best(lambda: step(leaves, SDPBackend.MATH, False), args.repeat)
+        print(f"{f'causal L=S={l}':>22} {t_fused * 1e3:>9.2f} {t_math * 1e3:>8.2f} {t_cpu * 1e3:>8.2f}  "
+              f"{t_cpu / t_fused:>8.2f}x {t_math / t_fused:>9.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """scaled_dot_product_attention on neuron: the fused C kernel (forward and backward) against
 the CPU for causal, boolean and additive masks, grouped-query attention and the half types;
-dropout and mask gradients through the native math path."""
+dropout in the fused kernel against the math path drawing the same mask; mask gradients
+through the native math path."""
 import pytest
 import torch
 import torch_neuronx
@@ -85,15 +86,91 @@ def test_strided_inputs_take_the_fused_kernel():
     assert FUSED in torch_neuronx.get_executed_ops()
 
 
-def test_dropout_and_mask_gradient_use_the_native_math_path():
+DROPOUT_CASES = {
+    "rows": ((2, 4, 5, 16), (2, 4, 40, 16), {}),
+    "tiles_causal": ((1, 2, 130, 32), (1, 2, 130, 32), dict(is_causal=True)),
+    "gqa_mask": ((1, 4, 50, 16), (1, 2, 70, 16), dict(enable_gqa=True, attn_mask=torch.randn(1, 1, 50, 70))),
+}
+
+
+@pytest.mark.parametrize("name", list(DROPOUT_CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_dropout_in_the_fused_kernel_keeps_the_math_paths_mask(name, dtype):
+    # The fused kernel drops the probabilities that native_dropout of softmax(scores) drops for
+    # the same generator state, so the math path is the reference, forward and backward.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    shape_q, shape_kv, kw = DROPOUT_CASES[name]
+    kw = dict(kw)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(shape_q, generator=g), torch.randn(shape_kv, generator=g), torch.randn(shape_kv, generator=g)
+    grad = torch.randn(shape_q, generator=g)
+    if "attn_mask" in kw:
+        kw["attn_mask"] = kw["attn_mask"].to(dtype).to("neuron")
+    results = {}
+    for backend in (SDPBackend.OVERRIDEABLE, SDPBackend.MATH):
+        leaves = [t.to(dtype).to("neuron").requires_grad_() for t in (q, k, v)]
+        torch.neuron.manual_seed(7)
+        torch_neuronx.clear_op_tracking()
+        with sdpa_kernel(backend):
+            out = F.scaled_dot_product_attention(*leaves, dropout_p=0.3, **kw)
+        out.backward(grad.to(dtype).to("neuron"))
+        assert (FUSED in torch_neuronx.get_executed_ops()) == (backend == SDPBackend.OVERRIDEABLE)
+        assert torch_neuronx.get_fallback_ops() == {}
+        results[backend] = [t.float().cpu() for t in (out, *(x.grad for x in leaves))]
+    fused, math = results.values()
+    for a, b in zip(fused, math):
+        torch.testing.assert_close(a, b, **TOL[dtype])
+
+
+def test_dropout_debug_mask_and_rate():
+    # return_debug_mask gives the kept probabilities; the output is then exactly
+    # (softmax(scores) * mask / (1 - p)) v, and about 1 - p of them are kept.
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(2, 3, 64, 16, generator=g), torch.randn(2, 3, 96, 16, generator=g), torch.randn(2, 3, 96, 16, generator=g)
+    p = 0.2
+    out, *_, mask = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        q.to("neuron"), k.to("neuron"), v.to("neuron"), None, p, False, True)
+    mask = mask.cpu()
+    assert mask.shape == (2, 3, 64, 96) and set(mask.unique().tolist()) == {0.0, 1.0}
+    assert abs(mask.mean().item() - (1 - p)) < 0.01  # 36864 draws: 5 standard deviations
+    probs = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1)
+    torch.testing.assert_close(out.cpu(), (probs * mask / (1 - p)) @ v, rtol=1e-4, atol=1e-4)
+    # every probability dropped: zeros and zero gradients
+    leaves = [t.to("neuron").requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*leaves, dropout_p=1.0)
+    out.sum().backward()
+    for t in (out, *(x.grad for x in leaves)):
+        assert torch.count_nonzero(t.cpu()) == 0
+
+
+def test_compiled_dropout_draws_like_eager_and_never_replays():
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.25, is_causal=True)
+
+    g = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(1, 2, 40, 16, generator=g) for _ in range(3)]
+    results = []
+    for fn in (f, torch.compile(f, backend="neuron")):
+        leaves = [t.to("neuron").requires_grad_() for t in inputs]
+        torch.neuron.manual_seed(3)
+        out = fn(*leaves)
+        out.sum().backward()
+        results.append([t.cpu() for t in (out, *(x.grad for x in leaves))])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b)
+    # inference: each call draws a new mask (a replay would repeat the first)
+    compiled = torch.compile(lambda q: F.scaled_dot_product_attention(q, q, q, dropout_p=0.5), backend="neuron")
+    q = inputs[0].to("neuron")
+    outs = [compiled(q).cpu() for _ in range(4)]
+    assert all(not torch.equal(outs[i], outs[i + 1]) for i in range(3))
+
+
+def test_mask_gradient_uses_the_native_math_path():
     q = torch.randn(1, 2, 16, 8, device="neuron")
     torch_neuronx.clear_op_tracking()
-    out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
-    torch.neuron.synchronize()
-    assert FUSED not in torch_neuronx.get_executed_ops() and torch_neuronx.get_fallback_ops() == {}
-    assert out.shape == q.shape and torch.isfinite(out).all()
     mask = torch.zeros(16, 16, device="neuron", requires_grad=True)
     F.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().backward()
+    assert FUSED not in torch_neuronx.get_executed_ops()
     assert mask.grad is not None and torch_neuronx.get_fallback_ops() == {}
 
 

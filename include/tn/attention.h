@@ -9,7 +9,14 @@
  * view of (B, Hq, L, S), stride 0 where broadcast. causal: key j is visible to query i when
  * j <= i (top-left aligned, PyTorch's is_causal). lse: float32 (B, Hq, L), log-sum-exp of
  * each row's scaled scores. A query row that sees no key (every score -inf) gives zeros, as
- * PyTorch's math path does. All math in float32. */
+ * PyTorch's math path does. All math in float32.
+ *
+ * dropout_p > 0 drops probabilities after the softmax (the log-sum-exp and the normaliser are
+ * those of the full row): element (b, h, i, j) of the (B, Hq, L, S) probabilities, numbered in
+ * row-major order, is kept or dropped by the launch (seed, offset) exactly as native_dropout
+ * (tn/random.h) would keep it, and kept ones are scaled by 1 / (1 - dropout_p). The backward
+ * takes the same seed and offset and draws the same mask again. The mask itself is
+ * tn_random_bernoulli_async of a (B, Hq, L, S) tensor with p = 1 - dropout_p and that launch. */
 #ifndef TN_ATTENTION_H
 #define TN_ATTENTION_H
 #include <stdint.h>
@@ -23,6 +30,8 @@ typedef struct tn_attention {
     tn_tensor q, k, v, out, lse, bias;
     int32_t has_bias, causal;
     double scale;
+    double dropout_p;
+    uint64_t seed, offset;
     /* backward only: grad_out (like out); dq, dk, dv contiguous float32 of q's, k's, v's shapes */
     tn_tensor grad_out;
     float *dq, *dk, *dv;

@@ -15,6 +15,7 @@
 #include "elem.h"
 #include "half.h"
 #include "math_f32.h"
+#include "philox.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/attention.h"
@@ -135,6 +136,16 @@ static inline float max_lanes(const float *x, int64_t n) {
     return best;
 }
 
+/* Dropout (see tn/attention.h): f[j] = 1 / (1 - p) or 0 for keys j0 .. j0 + n of query row
+ * (b, h, i), numbered as elements of the (B, Hq, L, S) probabilities; keep_from is
+ * tn_philox_keep_from(1 - p). */
+static void dropout_factors(const tn_attention *a, uint64_t keep_from, int64_t b, int64_t h, int64_t i, int64_t j0,
+                            int64_t n, float *f) {
+    int64_t Hq = a->q.sizes[1], L = a->q.sizes[2], S = a->k.sizes[2];
+    float keep_scale = a->dropout_p < 1 ? (float)(1.0 / (1.0 - a->dropout_p)) : 0.0f;
+    tn_dropout_factors(a->seed, a->offset, ((b * Hq + h) * L + i) * S + j0, n, keep_from, keep_scale, f);
+}
+
 /* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
 static inline float score(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i,
                           int64_t j, int64_t e) {
@@ -187,8 +198,9 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
                          int32_t nth) {
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
-    float *qf = scratch, *acc = qf + E, *s = acc + Ev;
+    float *qf = scratch, *acc = qf + E, *s = acc + Ev, *drop = s + KB;
     float scale = (float)a->scale;
+    uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
     int64_t first, last;
     tn_slice(B * Hq * L, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
@@ -206,6 +218,10 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
             float alpha = tn_expf(m - m_new);
             for (int64_t j = 0; j < n; j++) s[j] = tn_expf(s[j] - m_new);
             l = l * alpha + (float)k->sum_f32(n, s);
+            if (a->dropout_p > 0) { /* after the normaliser: it sums every probability */
+                dropout_factors(a, keep_from, b, h, i, j0, n, drop);
+                for (int64_t j = 0; j < n; j++) s[j] *= drop[j];
+            }
             if (alpha != 1.0f)
                 for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
             for (int64_t j = 0; j < n; j++) axpy_row(acc, s[j], &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
@@ -229,6 +245,7 @@ typedef struct tile_scratch {
     float *st, *pp;        /* KB*QB scores / probabilities; P in A panels of mr */
     float *acc;            /* QB*Ev output accumulators */
     float *m, *l, *mu, *alpha, *bm, *sum; /* QB each */
+    float *drop;           /* KB dropout factors */
     float *rows;           /* up to NR rows of q, k or v in float32, for packing a panel */
     float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
 } tile_scratch;
@@ -248,6 +265,7 @@ static tile_scratch carve(const tn_attention *a, float *f) {
     t.alpha = f, f += QB;
     t.bm = f, f += QB;
     t.sum = f, f += QB;
+    t.drop = f, f += KB;
     t.rows = f, f += TN_GEMM_MAX_NR * (E > Ev ? E : Ev);
     t.ka = f, f += Sp * E;
     t.vb = f;
@@ -257,9 +275,9 @@ static tile_scratch carve(const tn_attention *a, float *f) {
 /* Forward: tile_scratch (the head's keys and values included). Backward: q, dO and dq rows. */
 static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = padded_keys(a->k.sizes[2]);
-    int64_t forward = a->q.sizes[2] < ROWS_BELOW ? e + ev + KB /* forward_rows */
-                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
-    int64_t backward = 2 * e + ev;
+    int64_t forward = a->q.sizes[2] < ROWS_BELOW ? e + ev + 2 * KB /* forward_rows */
+                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + KB + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
+    int64_t backward = 2 * e + ev + (a->dropout_p > 0 ? a->k.sizes[2] : 0);
     return forward > backward ? forward : backward;
 }
 
@@ -354,6 +372,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
         return;
     }
     tile_scratch t = carve(a, scratch);
+    uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
     int64_t first, last, packed = -1; /* the (b, kv head) whose keys and values t holds */
     tn_slice(B * Hq * tiles, ith, nth, &first, &last);
     for (int64_t unit = first; unit < last; unit++) {
@@ -376,6 +395,13 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                     k->gemm_ukernel(E, t.ka + (j0 / mr + jp) * E * mr, t.qb + ip * E * nr, t.st + jp * mr * QB + ip * nr,
                                     QB, 0);
             online_softmax(a, &t, b, h, i0, nq, j0, n, cols);
+            if (a->dropout_p > 0) /* after the normalisers: they sum every probability */
+                for (int64_t i = 0; i < nq; i++) {
+                    int64_t seen = a->causal && i0 + i + 1 - j0 < n ? i0 + i + 1 - j0 : n; /* the rest are 0 */
+                    if (seen <= 0) continue;
+                    dropout_factors(a, keep_from, b, h, i0 + i, j0, seen, t.drop);
+                    for (int64_t j = 0; j < seen; j++) t.st[j * QB + i] *= t.drop[j];
+                }
             for (int64_t i = 0; i < nq; i++)
                 if (t.alpha[i] != 1.0f)
                     for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] *= t.alpha[i];
@@ -421,8 +447,9 @@ static void backward(const tn_kernel_table *k, const tn_attention *a, float *scr
     (void)k;
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
-    float *qf = scratch, *dof = qf + E, *dqf = dof + Ev;
+    float *qf = scratch, *dof = qf + E, *dqf = dof + Ev, *drop = dqf + E;
     float scale = (float)a->scale;
+    uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
     int64_t first, last;
     tn_slice(B * Hkv, ith, nth, &first, &last);
     for (int64_t g = first; g < last; g++) {
@@ -440,16 +467,21 @@ static void backward(const tn_kernel_table *k, const tn_attention *a, float *scr
                                                           i * a->lse.strides[2]];
                 memset(dqf, 0, sizeof(float) * (size_t)E);
                 int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
+                if (a->dropout_p > 0) dropout_factors(a, keep_from, b, h, i, 0, keys, drop);
                 for (int64_t j = 0; j < keys; j++) {
                     float p = tn_expf(score(a, qf, b, h, hk, i, j, E) - lse);
                     if (!(p > 0)) continue; /* masked out (or a row with no visible key) */
                     float dp = dot_row(dof, &a->v, row_off(&a->v, b, hk, j), Ev);
+                    /* with dropout, out = (P * drop) v: dv takes the dropped probability, and
+                     * the softmax's gradient dP the dropped dp (d = dO . out already is) */
+                    float pd = p;
+                    if (a->dropout_p > 0) pd *= drop[j], dp *= drop[j];
                     float ds = p * (dp - d) * scale;
                     axpy_row(dqf, ds, &a->k, row_off(&a->k, b, hk, j), E);
                     /* dk_j += ds * q_i (unscaled q: qf / scale), dv_j += p * dO_i */
                     float *dkj = dk + j * E, *dvj = dv + j * Ev;
                     for (int64_t e = 0; e < E; e++) dkj[e] += ds * qf[e] / scale;
-                    for (int64_t e = 0; e < Ev; e++) dvj[e] += p * dof[e];
+                    for (int64_t e = 0; e < Ev; e++) dvj[e] += pd * dof[e];
                 }
                 float *dq = a->dq + ((b * Hq + h) * L + i) * E;
                 memcpy(dq, dqf, sizeof(float) * (size_t)E);

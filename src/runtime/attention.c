@@ -4,6 +4,7 @@
 
 #include "internal.h"
 #include "tn/attention.h"
+#include "tn/capture.h"
 #include "tn/parallel.h"
 
 typedef struct attention_task {
@@ -49,6 +50,8 @@ static tn_status check(const tn_attention *a, int backward) {
     if (a->has_bias && (a->bias.ndim != 4 || a->bias.sizes[0] != B || a->bias.sizes[1] != Hq ||
                         a->bias.sizes[2] != L || a->bias.sizes[3] != S || !tn_dtype_is_float(a->bias.dtype)))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "attention: bias must be a float (B, Hq, L, S) view");
+    if (!(a->dropout_p >= 0 && a->dropout_p <= 1))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "attention: dropout probability %g is outside [0, 1]", a->dropout_p);
     if (backward && (!a->dq || !a->dk || !a->dv || a->grad_out.ndim != 4 || a->grad_out.dtype != a->q.dtype))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "attention backward: gradient buffers missing");
     return TN_STATUS_OK;
@@ -58,6 +61,7 @@ static tn_status launch(tn_stream_t stream, const char *name, const tn_attention
     tn_status st = check(a, backward);
     if (st != TN_STATUS_OK) return st;
     if (tn_tensor_numel(&a->q) == 0 && tn_tensor_numel(&a->k) == 0) return TN_STATUS_OK;
+    if (a->dropout_p > 0) tn_capture_refuse("attention dropout (a replay would repeat its mask)");
     attention_task t = {*a, backward, 0};
     return tn_stream_launch(stream, name ? name : "attention", run_attention, &t, sizeof t);
 }

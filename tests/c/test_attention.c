@@ -1,10 +1,12 @@
 /* The fused attention kernel (every ISA variant) against a direct softmax(q k^T * scale +
- * bias) v, and its backward against finite differences of that reference. */
+ * bias) v, without and with dropout, and its backward against finite differences of that
+ * reference. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "kernels/philox.h"
 #include "kernels/table.h"
 #include "tn/tn.h"
 
@@ -18,13 +20,21 @@ static tn_tensor view4(float *d, int64_t b, int64_t h, int64_t l, int64_t e) {
     return t;
 }
 
-/* out[h][i] = sum_j softmax_j(scale q.k_j + bias) v_j, causal j <= i; returns sum(out * w). */
-static double reference(const float *q, const float *k, const float *v, const float *bias, double scale,
+enum { SEED = 11, OFFSET = 3 };
+
+/* out[h][i] = sum_j softmax_j(scale q.k_j + bias) drop_ij v_j, causal j <= i, with drop the
+ * dropout factors of probability p (tn/attention.h); returns sum(out * w). */
+static double reference(const float *q, const float *k, const float *v, const float *bias, double scale, double p,
                         const float *w, float *out) {
     double total = 0;
     for (int h = 0; h < HQ; h++)
         for (int i = 0; i < L; i++) {
             double s[S], m = -INFINITY, l = 0;
+            float drop[S];
+            for (int j = 0; j < S; j++) drop[j] = 1.0f;
+            if (p > 0)
+                tn_dropout_factors(SEED, OFFSET, (int64_t)(h * L + i) * S, S, tn_philox_keep_from(1 - p),
+                                   (float)(1 / (1 - p)), drop);
             for (int j = 0; j <= i && j < S; j++) {
                 double d = 0;
                 for (int e = 0; e < E; e++) d += (double)q[(h * L + i) * E + e] * k[j * E + e];
@@ -34,7 +44,7 @@ static double reference(const float *q, const float *k, const float *v, const fl
             for (int j = 0; j <= i; j++) l += exp(s[j] - m);
             for (int e = 0; e < E; e++) {
                 double o = 0;
-                for (int j = 0; j <= i; j++) o += exp(s[j] - m) / l * v[j * E + e];
+                for (int j = 0; j <= i; j++) o += exp(s[j] - m) / l * drop[j] * v[j * E + e];
                 if (out) out[(h * L + i) * E + e] = (float)o;
                 total += o * w[(h * L + i) * E + e];
             }
@@ -42,7 +52,7 @@ static double reference(const float *q, const float *k, const float *v, const fl
     return total;
 }
 
-void test_attention_kernel(void) {
+static void check_attention(double dropout_p) {
     static float q[HQ * L * E], k[S * E], v[S * E], bias[L * S], out[HQ * L * E], want[HQ * L * E], w[HQ * L * E];
     float lse[HQ * L];
     srand(7);
@@ -61,7 +71,10 @@ void test_attention_kernel(void) {
     a.has_bias = 1;
     a.causal = 1;
     a.scale = scale;
-    reference(q, k, v, bias, scale, w, want);
+    a.dropout_p = dropout_p;
+    a.seed = SEED;
+    a.offset = OFFSET;
+    reference(q, k, v, bias, scale, dropout_p, w, want);
     static float dq[HQ * L * E], dk[S * E], dv[S * E];
     float *params[3] = {q, k, v}, *grads[3] = {dq, dk, dv};
     int counts[3] = {HQ * L * E, S * E, S * E};
@@ -78,7 +91,8 @@ void test_attention_kernel(void) {
         a.q.sizes[2] = a.out.sizes[2] = a.lse.sizes[2] = a.bias.sizes[2] = 5;
         for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3);
         a.q.sizes[2] = a.out.sizes[2] = a.lse.sizes[2] = a.bias.sizes[2] = L;
-        for (int h = 0; h < HQ; h++)
+        /* (dropout numbers the probabilities by the shape: only head 0's keep their numbers) */
+        for (int h = 0; h < (dropout_p > 0 ? 1 : HQ); h++)
             for (int i = 0; i < 5 * E; i++) CHECK(fabsf(out[h * L * E + i] - want[h * L * E + i]) < 1e-5f);
         for (int t = 0; t < 3; t++) kt->attention_forward(kt, &a, scratch, t, 3); /* lse for backward */
         /* backward with grad_out = w: compare with central differences of sum(out * w) */
@@ -91,12 +105,17 @@ void test_attention_kernel(void) {
             for (int i = 0; i < counts[p]; i += 7) {
                 float keep = params[p][i];
                 params[p][i] = keep + 1e-3f;
-                double up = reference(q, k, v, bias, scale, w, NULL);
+                double up = reference(q, k, v, bias, scale, dropout_p, w, NULL);
                 params[p][i] = keep - 1e-3f;
-                double down = reference(q, k, v, bias, scale, w, NULL);
+                double down = reference(q, k, v, bias, scale, dropout_p, w, NULL);
                 params[p][i] = keep;
                 CHECK(fabs((up - down) / 2e-3 - grads[p][i]) < 2e-3);
             }
     }
     free(scratch);
+}
+
+void test_attention_kernel(void) {
+    check_attention(0.0);
+    check_attention(0.3);
 }

@@ -1,7 +1,9 @@
 // scaled_dot_product_attention on the fused C kernel: PrivateUse1's SDPA choice picks the
 // "overrideable" backend, whose forward and backward ops land here. Cases the kernel does not
-// take (dropout, a bias that needs its own gradient, other dtypes or ranks) choose the math
-// path, which runs natively as matmul + softmax + matmul.
+// take (a bias that needs its own gradient, other dtypes or ranks) choose the math path, which
+// runs natively as matmul + softmax + matmul. Dropout runs inside the kernel: the forward
+// reserves one launch of the device generator, returns its (seed, offset) as CPU scalars, and
+// the backward draws the same mask from them.
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -10,6 +12,7 @@
 #include <ATen/ops/_scaled_dot_product_fused_attention_overrideable.h>
 #include <ATen/ops/_scaled_dot_product_fused_attention_overrideable_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/where.h>
 
@@ -20,6 +23,7 @@
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
 #include "runtime/Functions.h"
+#include "runtime/Generator.h"
 
 namespace torch_neuronx::ops {
 namespace {
@@ -34,7 +38,7 @@ int64_t fused_sdp_choice(const Tensor& q, const Tensor& k, const Tensor& v, cons
                          double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa) {
   // torch.nn.attention.sdpa_kernel(...) switches the fused ("overrideable") backend off
   bool ok = at::globalContext().userEnabledOverrideableSDP() && q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && kernel_dtype(q.scalar_type()) &&
-            k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type() && dropout_p == 0.0 &&
+            k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type() &&
             q.size(0) == k.size(0) && k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(2) == v.size(2) &&
             q.size(3) == k.size(3) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
             (q.size(1) == k.size(1) || enable_gqa) && !(mask && mask->defined() && mask->requires_grad());
@@ -62,7 +66,8 @@ Tensor bias_view(const std::optional<Tensor>& mask, const Tensor& q, const Tenso
 }
 
 tn_attention describe(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                      const Tensor& bias, bool is_causal, double scale) {
+                      const Tensor& bias, bool is_causal, double scale, double dropout_p, uint64_t seed,
+                      uint64_t offset) {
   tn_attention a{};
   a.q = to_tn_view(q);
   a.k = to_tn_view(k);
@@ -73,14 +78,17 @@ tn_attention describe(const Tensor& q, const Tensor& k, const Tensor& v, const T
   if (a.has_bias) a.bias = to_tn_view(bias);
   a.causal = is_causal;
   a.scale = scale;
+  a.dropout_p = dropout_p;
+  a.seed = seed;
+  a.offset = offset;
   return a;
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor> attention_forward(
     const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& attn_bias, double dropout_p,
     bool is_causal, bool return_debug_mask, std::optional<double> scale) {
-  TORCH_CHECK(dropout_p == 0.0, "neuron's fused attention takes no dropout; the math path handles it");
-  TORCH_CHECK(!return_debug_mask, "neuron's fused attention returns no debug mask");
+  TORCH_CHECK(0.0 <= dropout_p && dropout_p <= 1.0, "dropout probability has to be between 0 and 1, but got ",
+              dropout_p);
   track_native("aten::_scaled_dot_product_fused_attention_overrideable");
   int64_t B = q.size(0), H = q.size(1), L = q.size(2), S = k.size(2);
   // laid out (B, L, H, E) as PyTorch's meta function says, so that the usual
@@ -88,11 +96,22 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Ten
   Tensor out = at::empty({B, L, H, v.size(3)}, q.options()).transpose(1, 2);
   Tensor lse = at::empty({B, H, L}, q.options().dtype(at::kFloat));
   Tensor bias = bias_view(attn_bias, q, k);
-  tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale));
-  check(tn_attention_forward_async(current_stream(q.device().index()),
-                                   "aten::_scaled_dot_product_fused_attention_overrideable", &a));
-  Tensor seed = at::empty({}, q.options().dtype(at::kLong)), offset = at::empty({}, q.options().dtype(at::kLong));
-  return {out, lse, Tensor(), Tensor(), c10::SymInt(L), c10::SymInt(S), seed, offset, Tensor()};
+  auto [seed, offset] = dropout_p > 0 ? reserve_launch(q.device()) : std::pair<uint64_t, uint64_t>{0, 0};
+  tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale), dropout_p, seed, offset);
+  tn_stream_t stream = current_stream(q.device().index());
+  check(tn_attention_forward_async(stream, "aten::_scaled_dot_product_fused_attention_overrideable", &a));
+  // The debug mask is 1 where a probability was kept: the same launch's draw, by the rule
+  // tn/attention.h gives.
+  Tensor debug_mask;
+  if (return_debug_mask) {
+    debug_mask = at::ones({B, H, L, S}, q.options());
+    tn_tensor m = to_tn_view(debug_mask);
+    if (dropout_p > 0) check(tn_random_bernoulli_async(stream, &m, nullptr, 1.0 - dropout_p, seed, offset));
+  }
+  auto cpu_long = at::TensorOptions().dtype(at::kLong);
+  return {out,  lse, Tensor(), Tensor(), c10::SymInt(L), c10::SymInt(S),
+          at::scalar_tensor(static_cast<int64_t>(seed), cpu_long), at::scalar_tensor(static_cast<int64_t>(offset), cpu_long),
+          debug_mask};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> attention_backward(
@@ -100,14 +119,23 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> attention_backward(
     std::array<bool, 4> grad_input_mask, const Tensor& out, const Tensor& lse, const Tensor& cum_seq_q,
     const Tensor& cum_seq_k, int64_t max_q, int64_t max_k, double dropout_p, bool is_causal,
     const Tensor& philox_seed, const Tensor& philox_offset, std::optional<double> scale) {
-  TORCH_CHECK(dropout_p == 0.0, "neuron's fused attention takes no dropout");
+  TORCH_CHECK(0.0 <= dropout_p && dropout_p <= 1.0, "dropout probability has to be between 0 and 1, but got ",
+              dropout_p);
+  TORCH_CHECK(dropout_p == 0.0 || (philox_seed.defined() && philox_seed.numel() == 1 && philox_offset.defined() &&
+                                   philox_offset.numel() == 1),
+              "attention backward with dropout needs the forward's philox_seed and philox_offset");
   TORCH_CHECK(!grad_input_mask[3], "neuron's fused attention computes no gradient for the attention mask");
   track_native("aten::_scaled_dot_product_fused_attention_overrideable_backward");
   auto f32 = q.options().dtype(at::kFloat);
   Tensor dq = at::empty(q.sizes(), f32), dk = at::empty(k.sizes(), f32), dv = at::empty(v.sizes(), f32);
   Tensor bias = bias_view(attn_bias.defined() ? std::optional<Tensor>(attn_bias) : std::nullopt, q, k);
   Tensor g = grad_out.scalar_type() == q.scalar_type() ? grad_out : grad_out.to(q.scalar_type());
-  tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale));
+  uint64_t seed = 0, offset = 0;
+  if (dropout_p > 0) {
+    seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+    offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
+  tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale), dropout_p, seed, offset);
   a.grad_out = to_tn_view(g);
   a.dq = dq.data_ptr<float>();
   a.dk = dk.data_ptr<float>();

@@ -2,7 +2,6 @@
 // nn.init, sampling) drawn on the device from the neuron generator: the host reserves a
 // Philox offset, the stream does the draw.
 #include <ATen/MemoryOverlap.h>
-#include <ATen/core/DistributionsHelper.h>
 #include <ATen/Utils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/empty.h>
@@ -10,8 +9,6 @@
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/random.h>
-
-#include <mutex>
 
 #include "aten/OpTracking.h"
 #include "aten/Ops.h"
@@ -23,12 +20,7 @@ namespace torch_neuronx::ops {
 namespace {
 
 std::pair<uint64_t, uint64_t> reserve(const at::Tensor& self, std::optional<at::Generator> gen) {
-  auto* g = at::get_generator_or_default<NeuronGeneratorImpl>(
-      gen, default_generator(self.device().index()));
-  TORCH_CHECK(g->device() == self.device(), "the generator is on ", g->device(),
-              " but the tensor on ", self.device());
-  std::lock_guard<std::mutex> lock(g->mutex_);
-  return g->next_launch();
+  return reserve_launch(self.device(), std::move(gen));
 }
 
 void check_floating(const at::Tensor& self, const char* op) {

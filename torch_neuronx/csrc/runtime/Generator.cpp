@@ -1,6 +1,7 @@
 #include "runtime/Generator.h"
 
 #include <ATen/Utils.h>
+#include <ATen/core/DistributionsHelper.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <c10/core/ScalarType.h>
 #include <c10/core/TensorImpl.h>
@@ -77,6 +78,13 @@ NeuronGeneratorImpl* NeuronGeneratorImpl::clone_impl() const {
   g->seed_ = seed_;
   g->offset_ = offset_;
   return g;
+}
+
+std::pair<uint64_t, uint64_t> reserve_launch(c10::Device device, std::optional<at::Generator> gen) {
+  auto* g = at::get_generator_or_default<NeuronGeneratorImpl>(gen, default_generator(device.index()));
+  TORCH_CHECK(g->device() == device, "the generator is on ", g->device(), " but the tensor on ", device);
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  return g->next_launch();
 }
 
 const at::Generator& default_generator(c10::DeviceIndex device) {

@@ -32,6 +32,9 @@ struct NeuronGeneratorImpl : c10::GeneratorImpl {
 };
 
 const at::Generator& default_generator(c10::DeviceIndex device);
+// The (seed, offset) of one launch on `device` from `gen`, or from the device's default
+// generator; raises if `gen` belongs to another device.
+std::pair<uint64_t, uint64_t> reserve_launch(c10::Device device, std::optional<at::Generator> gen = std::nullopt);
 at::Generator new_generator(c10::DeviceIndex device);
 
 } // namespace torch_neuronx
