@@ -115,17 +115,23 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
     }
 }
 
-/* Sum of a contiguous float32 row: 16 float partial sums (vectorized without reassociation),
- * then double. */
+/* Sum of a contiguous float32 row: 64 float partial sums (vectorized without reassociation,
+ * four independent vector chains on AVX-512 so the adds' latency overlaps), folded to 16 for
+ * the rest and the tail, then a tree in double. No serial chain of adds and little folding:
+ * on rows of 1000 elements the old chain of 16 double adds took a third of the time. */
 static double sum_f32(int64_t n, const float *x) {
-    float part[16] = {0};
+    float wide[64] = {0}, part[16];
     int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int l = 0; l < 64; l++) wide[l] += x[i + l];
+    for (int l = 0; l < 16; l++) part[l] = (wide[l] + wide[l + 16]) + (wide[l + 32] + wide[l + 48]);
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) part[l] += x[i + l];
-    double total = 0;
-    for (; i < n; i++) total += x[i];
-    for (int l = 0; l < 16; l++) total += part[l];
-    return total;
+    for (int64_t l = 0; i + l < n; l++) part[l] += x[i + l];
+    double d[8];
+    for (int l = 0; l < 8; l++) d[l] = (double)part[l] + (double)part[l + 8];
+    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
+    return (d[0] + d[2]) + (d[1] + d[3]);
 }
 
 /* The backward of softmax (out = y * (g - sum(g * y))) or log_softmax (out = g - exp(y) *
