@@ -1,4 +1,5 @@
-/* Fused scaled dot-product attention, forward and backward (see tn/attention.h).
+/* Fused scaled dot-product attention, the forward (see tn/attention.h; the backward is in
+ * attention_backward.c).
  *
  * Like rows.c, the Makefile builds this file once per ISA (TN_ROWS_ISA names the install
  * function), so the loops below vectorize to that ISA's width with FMA.
@@ -9,150 +10,10 @@
  * normaliser are rescaled whenever the maximum grows). Each thread packs a head's keys and
  * values into the micro-kernel's panels once (converted to float32 on the way) and reuses
  * them for every query tile and every query head of the group. */
-#include <math.h>
-#include <string.h>
-
-#include "elem.h"
-#include "half.h"
-#include "math_f32.h"
-#include "philox.h"
-#include "strided.h"
-#include "table.h"
-#include "tn/attention.h"
-
 #ifndef TN_ROWS_ISA
 #error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
 #endif
-#define TN_CONCAT_(a, b) a##b
-#define TN_CONCAT(a, b) TN_CONCAT_(a, b)
-
-enum { QB = 96, KB = 48 }; /* QB: a multiple of every ISA's MR and NR (6 and 32, 6 and 16, 4 and 8); KB of MR */
-enum { ROWS_BELOW = 8 };   /* fewer query rows per head than this: forward_rows */
-
-static inline float load_f(const tn_tensor *t, int64_t off) {
-    switch (t->dtype) {
-    case TN_DTYPE_F32: return ((const float *)t->data)[off];
-    case TN_DTYPE_BF16: return tn_bf16_to_f32_inline(((const uint16_t *)t->data)[off]);
-    case TN_DTYPE_F16: return tn_f16_to_f32_inline(((const uint16_t *)t->data)[off]);
-    default: return (float)tn_load((const char *)t->data + off * tn_dtype_size(t->dtype), t->dtype).re;
-    }
-}
-
-static inline void store_f(const tn_tensor *t, int64_t off, float x) {
-    switch (t->dtype) {
-    case TN_DTYPE_F32: ((float *)t->data)[off] = x; break;
-    case TN_DTYPE_BF16: ((uint16_t *)t->data)[off] = tn_f32_to_bf16_inline(x); break;
-    default: ((uint16_t *)t->data)[off] = tn_f32_to_f16_inline(x); break;
-    }
-}
-
-/* Offset of row (b, h, i) of a 4-D view (the last dimension runs along the row). */
-static inline int64_t row_off(const tn_tensor *t, int64_t b, int64_t h, int64_t i) {
-    return b * t->strides[0] + h * t->strides[1] + i * t->strides[2];
-}
-
-/* A row of a view into floats (contiguous float32, bfloat16 and float16 rows vectorize). */
-static void load_row(float *dst, const tn_tensor *t, int64_t off, int64_t n) {
-    int64_t s = t->strides[3];
-    if (s == 1 && t->dtype == TN_DTYPE_F32) {
-        memcpy(dst, (const float *)t->data + off, sizeof(float) * (size_t)n);
-    } else if (s == 1 && t->dtype == TN_DTYPE_BF16) {
-        const uint16_t *src = (const uint16_t *)t->data + off;
-        for (int64_t e = 0; e < n; e++) dst[e] = tn_bf16_to_f32_inline(src[e]);
-    } else {
-        for (int64_t e = 0; e < n; e++) dst[e] = load_f(t, off + e * s);
-    }
-}
-
-/* A float32 row into a row of a view (contiguous float32 and bfloat16 rows vectorize). */
-static void store_row(const tn_tensor *t, int64_t off, const float *src, float scale, int64_t n) {
-    int64_t s = t->strides[3];
-    if (s == 1 && t->dtype == TN_DTYPE_F32) {
-        float *d = (float *)t->data + off;
-        for (int64_t e = 0; e < n; e++) d[e] = scale * src[e];
-    } else if (s == 1 && t->dtype == TN_DTYPE_BF16) {
-        uint16_t *d = (uint16_t *)t->data + off;
-        for (int64_t e = 0; e < n; e++) d[e] = tn_f32_to_bf16_inline(scale * src[e]);
-    } else {
-        for (int64_t e = 0; e < n; e++) store_f(t, off + e * s, scale * src[e]);
-    }
-}
-
-/* Eight partial sums, so the loop vectorizes without reassociating a single sum. */
-static inline float dot_f32(const float *x, const float *y, int64_t n) {
-    float part[8] = {0}, acc = 0;
-    int64_t e = 0;
-    for (; e + 8 <= n; e += 8)
-        for (int l = 0; l < 8; l++) part[l] += x[e + l] * y[e + l];
-    for (; e < n; e++) acc += x[e] * y[e];
-    for (int l = 0; l < 8; l++) acc += part[l];
-    return acc;
-}
-
-static float dot_row(const float *x, const tn_tensor *t, int64_t off, int64_t n) {
-    int64_t s = t->strides[3];
-    if (s == 1 && t->dtype == TN_DTYPE_F32) return dot_f32(x, (const float *)t->data + off, n);
-    if (s == 1 && t->dtype == TN_DTYPE_BF16) {
-        const uint16_t *y = (const uint16_t *)t->data + off;
-        float part[8] = {0}, acc = 0;
-        int64_t e = 0;
-        for (; e + 8 <= n; e += 8)
-            for (int l = 0; l < 8; l++) part[l] += x[e + l] * tn_bf16_to_f32_inline(y[e + l]);
-        for (; e < n; e++) acc += x[e] * tn_bf16_to_f32_inline(y[e]);
-        for (int l = 0; l < 8; l++) acc += part[l];
-        return acc;
-    }
-    float acc = 0;
-    for (int64_t e = 0; e < n; e++) acc += x[e] * load_f(t, off + e * s);
-    return acc;
-}
-
-/* acc += w * row */
-static void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off, int64_t n) {
-    int64_t s = t->strides[3];
-    if (s == 1 && t->dtype == TN_DTYPE_F32) {
-        const float *y = (const float *)t->data + off;
-        for (int64_t e = 0; e < n; e++) acc[e] += w * y[e];
-        return;
-    }
-    if (s == 1 && t->dtype == TN_DTYPE_BF16) {
-        const uint16_t *y = (const uint16_t *)t->data + off;
-        for (int64_t e = 0; e < n; e++) acc[e] += w * tn_bf16_to_f32_inline(y[e]);
-        return;
-    }
-    for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
-}
-
-/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b), in 16 lanes so that the
- * loop vectorizes. */
-static inline float max_lanes(const float *x, int64_t n) {
-    float part[16], best = -INFINITY;
-    for (int l = 0; l < 16; l++) part[l] = -INFINITY;
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int l = 0; l < 16; l++) part[l] = x[j + l] > part[l] ? x[j + l] : part[l];
-    for (; j < n; j++) best = x[j] > best ? x[j] : best;
-    for (int l = 0; l < 16; l++) best = part[l] > best ? part[l] : best;
-    return best;
-}
-
-/* Dropout (see tn/attention.h): f[j] = 1 / (1 - p) or 0 for keys j0 .. j0 + n of query row
- * (b, h, i), numbered as elements of the (B, Hq, L, S) probabilities; keep_from is
- * tn_philox_keep_from(1 - p). */
-static void dropout_factors(const tn_attention *a, uint64_t keep_from, int64_t b, int64_t h, int64_t i, int64_t j0,
-                            int64_t n, float *f) {
-    int64_t Hq = a->q.sizes[1], L = a->q.sizes[2], S = a->k.sizes[2];
-    float keep_scale = a->dropout_p < 1 ? (float)(1.0 / (1.0 - a->dropout_p)) : 0.0f;
-    tn_dropout_factors(a->seed, a->offset, ((b * Hq + h) * L + i) * S + j0, n, keep_from, keep_scale, f);
-}
-
-/* Scaled score of query row (b, h, i) (already scaled in qf) against key j, with the bias. */
-static inline float score(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i,
-                          int64_t j, int64_t e) {
-    float s = dot_row(qf, &a->k, row_off(&a->k, b, hk, j), e);
-    if (a->has_bias) s += load_f(&a->bias, row_off(&a->bias, b, h, i) + j * a->bias.strides[3]);
-    return s;
-}
+#include "attention_impl.h"
 
 /* Scores of query row (b, h, i) against keys j0 .. j0+n into s. Contiguous float32 or bfloat16
  * keys without a bias go four at a time: four independent sums share each load of q. */
@@ -250,7 +111,6 @@ typedef struct tile_scratch {
     float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
 } tile_scratch;
 
-static int64_t padded_keys(int64_t S) { return (S + KB - 1) / KB * KB; }
 
 static tile_scratch carve(const tn_attention *a, float *f) {
     int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = padded_keys(a->k.sizes[2]);
@@ -272,23 +132,13 @@ static tile_scratch carve(const tn_attention *a, float *f) {
     return t;
 }
 
-/* Forward: tile_scratch (the head's keys and values included). Backward: q, dO and dq rows. */
+/* Forward: tile_scratch (the head's keys and values included); backward: its own. */
 static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = padded_keys(a->k.sizes[2]);
     int64_t forward = a->q.sizes[2] < ROWS_BELOW ? e + ev + 2 * KB /* forward_rows */
                                                  : QB * e + 2 * KB * QB + QB * ev + 6 * QB + KB + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
-    int64_t backward = 2 * e + ev + (a->dropout_p > 0 ? a->k.sizes[2] : 0);
+    int64_t backward = TN_CONCAT(tn_attention_backward_scratch_, TN_ROWS_ISA)(a);
     return forward > backward ? forward : backward;
-}
-
-/* dst[e * w + r] = scale * rows[r * n + e] for r < count, zero for count <= r < w: a panel of w
- * rows (micro-kernel layout), written in order. */
-static void to_panel(float *dst, const float *rows, int64_t count, int64_t w, int64_t n, float scale) {
-    for (int64_t e = 0; e < n; e++) {
-        int64_t r = 0;
-        for (; r < count; r++) dst[e * w + r] = scale * rows[r * n + e];
-        for (; r < w; r++) dst[e * w + r] = 0.0f;
-    }
 }
 
 /* Keys of head (b, hk) into A panels, ka[(j / mr) * E * mr + e * mr + j % mr]; values into
@@ -442,56 +292,8 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     }
 }
 
-static void backward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
-                     int32_t nth) {
-    (void)k;
-    int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
-    int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
-    float *qf = scratch, *dof = qf + E, *dqf = dof + Ev, *drop = dqf + E;
-    float scale = (float)a->scale;
-    uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
-    int64_t first, last;
-    tn_slice(B * Hkv, ith, nth, &first, &last);
-    for (int64_t g = first; g < last; g++) {
-        int64_t b = g / Hkv, hk = g % Hkv;
-        float *dk = a->dk + (b * Hkv + hk) * S * E, *dv = a->dv + (b * Hkv + hk) * S * Ev;
-        memset(dk, 0, sizeof(float) * (size_t)(S * E));
-        memset(dv, 0, sizeof(float) * (size_t)(S * Ev));
-        for (int64_t h = hk * group; h < (hk + 1) * group; h++) {
-            for (int64_t i = 0; i < L; i++) {
-                load_row(qf, &a->q, row_off(&a->q, b, h, i), E);
-                for (int64_t e = 0; e < E; e++) qf[e] *= scale;
-                load_row(dof, &a->grad_out, row_off(&a->grad_out, b, h, i), Ev);
-                float d = dot_row(dof, &a->out, row_off(&a->out, b, h, i), Ev);
-                float lse = ((const float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] +
-                                                          i * a->lse.strides[2]];
-                memset(dqf, 0, sizeof(float) * (size_t)E);
-                int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
-                if (a->dropout_p > 0) dropout_factors(a, keep_from, b, h, i, 0, keys, drop);
-                for (int64_t j = 0; j < keys; j++) {
-                    float p = tn_expf(score(a, qf, b, h, hk, i, j, E) - lse);
-                    if (!(p > 0)) continue; /* masked out (or a row with no visible key) */
-                    float dp = dot_row(dof, &a->v, row_off(&a->v, b, hk, j), Ev);
-                    /* with dropout, out = (P * drop) v: dv takes the dropped probability, and
-                     * the softmax's gradient dP the dropped dp (d = dO . out already is) */
-                    float pd = p;
-                    if (a->dropout_p > 0) pd *= drop[j], dp *= drop[j];
-                    float ds = p * (dp - d) * scale;
-                    axpy_row(dqf, ds, &a->k, row_off(&a->k, b, hk, j), E);
-                    /* dk_j += ds * q_i (unscaled q: qf / scale), dv_j += p * dO_i */
-                    float *dkj = dk + j * E, *dvj = dv + j * Ev;
-                    for (int64_t e = 0; e < E; e++) dkj[e] += ds * qf[e] / scale;
-                    for (int64_t e = 0; e < Ev; e++) dvj[e] += pd * dof[e];
-                }
-                float *dq = a->dq + ((b * Hq + h) * L + i) * E;
-                memcpy(dq, dqf, sizeof(float) * (size_t)E);
-            }
-        }
-    }
-}
-
 void TN_CONCAT(tn_attention_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->attention_scratch_floats = scratch_floats;
     t->attention_forward = forward;
-    t->attention_backward = backward;
+    t->attention_backward = TN_CONCAT(tn_attention_backward_, TN_ROWS_ISA);
 }
