@@ -15,7 +15,4 @@ GAPS = {
     # --- gradients
     ('gradients', 'nn.functional.layer_norm', 'float32'):
         'sample 2 (f32[1], (1), f32[1], f32[1]) grad of input 0: neuron gradient differs: max abs diff 0.000122 (rel 1); 1/1 elements',
-    # --- native
-    ('native', 'norm.nuc', 'float32'):
-        'falls back: aten::_linalg_svd.U (all 2 samples)',
 }

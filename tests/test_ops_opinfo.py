@@ -70,6 +70,8 @@ OP_NAMES = [
     "nn.functional.scaled_dot_product_attention", "nn.functional.embedding",
     "nn.functional.one_hot", "nn.functional.nll_loss", "nn.functional.cross_entropy",
     "nn.functional.dropout",
+    # matrix norms and singular values (the nuclear and 2-norms take the SVD)
+    "linalg.svdvals", "linalg.matrix_norm",
     # indexing, shapes, factories
     "index_select", "gather", "scatter", "scatter_add", "index_put", "__getitem__", "cat",
     "stack", "split", "arange", "full", "zeros", "ones", "triu", "tril", "nonzero",
@@ -93,7 +95,7 @@ ACCUMULATING = {
     "cumsum", "logsumexp", "softmax", "log_softmax", "mm", "bmm", "addmm", "baddbmm", "matmul",
     "nn.functional.linear", "nn.functional.layer_norm", "nn.functional.rms_norm",
     "nn.functional.scaled_dot_product_attention", "nn.functional.nll_loss",
-    "nn.functional.cross_entropy", "_foreach_norm",
+    "nn.functional.cross_entropy", "_foreach_norm", "linalg.svdvals", "linalg.matrix_norm",
 }
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-2),
        torch.float16: (1e-3, 1e-3), torch.float64: (1e-7, 1e-7)}

@@ -1,4 +1,4 @@
-/* Launching batched triangular solves across the kernel thread pool. */
+/* Launching batched triangular solves and SVDs across the kernel thread pool. */
 #include "internal.h"
 #include "tn/linalg.h"
 #include "tn/parallel.h"
@@ -30,4 +30,47 @@ tn_status tn_solve_triangular_async(tn_stream_t stream, const char *name, const 
     if (tn_tensor_numel(out) == 0) return TN_STATUS_OK;
     solve_task t = {*out, *a, *b, upper, unit};
     return tn_stream_launch(stream, name ? name : "solve_triangular", run_solve, &t, sizeof t);
+}
+
+typedef struct svd_task {
+    tn_tensor a, u, s, vh;
+    int has_uv, failed;
+    uint8_t *bad;
+} svd_task;
+
+static void svd_slice(void *p, int32_t ith, int32_t nth) {
+    svd_task *t = p;
+    double *work = tn_thread_scratch(sizeof(double) * (size_t)tn_svd_scratch_doubles(t->a.sizes[1], t->a.sizes[2]));
+    if (!work) {
+        t->failed = 1;
+        return;
+    }
+    tn_kernel_svd(&t->a, t->has_uv ? &t->u : NULL, &t->s, t->has_uv ? &t->vh : NULL, work, t->bad, ith, nth);
+}
+
+static tn_status run_svd(void *p) {
+    svd_task *t = p;
+    int64_t m = t->a.sizes[1], n = t->a.sizes[2], c = m < n ? m : n;
+    tn_parallel_run(svd_slice, t, t->a.sizes[0] * c * c * (m + n) * 8); /* a few sweeps of c^2 / 2 rotations */
+    return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for an SVD") : TN_STATUS_OK;
+}
+
+tn_status tn_svd_async(tn_stream_t stream, const char *name, const tn_tensor *a, const tn_tensor *u,
+                       const tn_tensor *s, const tn_tensor *vh, uint8_t *bad) {
+    if (a->ndim != 3 || (a->dtype != TN_DTYPE_F32 && a->dtype != TN_DTYPE_F64) || !bad)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: a (batch, m, n) float32 or float64 view expected");
+    int64_t batch = a->sizes[0], m = a->sizes[1], n = a->sizes[2], k = m < n ? m : n;
+    if (s->ndim != 3 || s->sizes[0] != batch || s->sizes[1] != 1 || s->sizes[2] != k || !tn_dtype_is_float(s->dtype))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: s must be a float (batch, 1, min(m, n)) view");
+    if ((u == NULL) != (vh == NULL))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: u and vh are both given or both NULL");
+    if (u) { /* the kernel fills whatever columns of u and rows of vh are asked for */
+        if (u->ndim != 3 || vh->ndim != 3 || u->sizes[0] != batch || u->sizes[1] != m ||
+            (u->sizes[2] != k && u->sizes[2] != m) || vh->sizes[0] != batch || (vh->sizes[1] != k && vh->sizes[1] != n) ||
+            vh->sizes[2] != n || !tn_dtype_is_float(u->dtype) || !tn_dtype_is_float(vh->dtype))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: u (batch, m, k or m) and vh (batch, k or n, n) expected");
+    }
+    if (batch == 0) return TN_STATUS_OK;
+    svd_task t = {*a, u ? *u : *a, *s, vh ? *vh : *a, u != NULL, 0, bad};
+    return tn_stream_launch(stream, name ? name : "svd", run_svd, &t, sizeof t);
 }

@@ -45,6 +45,7 @@ int tn_test_failures;
     X(test_var_kernel)           \
     X(test_histc_kernel)         \
     X(test_solve_triangular_kernel) \
+    X(test_svd_kernel)           \
     X(test_ternary_kernel)       \
     X(test_attention_kernel)     \
     X(test_softmax_kernels)      \
