@@ -20,16 +20,17 @@ void tn_kernel_solve_triangular(const tn_tensor *out, const tn_tensor *a, const 
 
 /* A = U diag(S) Vh for a batch of matrices a (batch, m, n), float32 or float64, any strides;
  * k = min(m, n). s: (batch, 1, k), descending singular values. u: (batch, m, k or m) and vh:
- * (batch, k or n, n), any strides (full matrices when u has m columns; vh then has n rows), or
- * both NULL for the singular values alone. One-sided Jacobi in double. A matrix holding NaN
+ * (batch, k or n, n), any strides (full matrices: u has m columns and vh n rows), or both
+ * NULL for the singular values alone. One-sided Jacobi in double, after a QR of the tall
+ * orientation. A matrix holding NaN
  * gets NaN outputs and sets bad[its batch index] (host memory of batch bytes, written when
  * the stream runs the task: read it after synchronising); one holding an infinity gets NaN
  * outputs, as LAPACK gives. */
 tn_status tn_svd_async(tn_stream_t stream, const char *name, const tn_tensor *a, const tn_tensor *u,
                        const tn_tensor *s, const tn_tensor *vh, uint8_t *bad);
-/* One thread's matrices; work holds tn_svd_scratch_doubles(m, n) doubles. Returns non-zero if
- * a matrix held NaN. */
-int64_t tn_svd_scratch_doubles(int64_t m, int64_t n);
+/* One thread's matrices; work holds tn_svd_scratch_doubles(m, n, full) doubles (full: u has m
+ * columns and vh n rows). Returns non-zero if a matrix held NaN. */
+int64_t tn_svd_scratch_doubles(int64_t m, int64_t n, int32_t full);
 int tn_kernel_svd(const tn_tensor *a, const tn_tensor *u, const tn_tensor *s, const tn_tensor *vh, double *work,
                   uint8_t *bad, int32_t ith, int32_t nth);
 #ifdef __cplusplus

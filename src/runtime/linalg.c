@@ -40,7 +40,9 @@ typedef struct svd_task {
 
 static void svd_slice(void *p, int32_t ith, int32_t nth) {
     svd_task *t = p;
-    double *work = tn_thread_scratch(sizeof(double) * (size_t)tn_svd_scratch_doubles(t->a.sizes[1], t->a.sizes[2]));
+    int64_t m = t->a.sizes[1], n = t->a.sizes[2];
+    int32_t full = t->has_uv && t->u.sizes[2] == m && t->vh.sizes[1] == n;
+    double *work = tn_thread_scratch(sizeof(double) * (size_t)tn_svd_scratch_doubles(m, n, full));
     if (!work) {
         t->failed = 1;
         return;
@@ -64,9 +66,9 @@ tn_status tn_svd_async(tn_stream_t stream, const char *name, const tn_tensor *a,
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: s must be a float (batch, 1, min(m, n)) view");
     if ((u == NULL) != (vh == NULL))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: u and vh are both given or both NULL");
-    if (u) { /* the kernel fills whatever columns of u and rows of vh are asked for */
+    if (u) { /* reduced (k columns of u, k rows of vh) or full (m and n) */
         if (u->ndim != 3 || vh->ndim != 3 || u->sizes[0] != batch || u->sizes[1] != m ||
-            (u->sizes[2] != k && u->sizes[2] != m) || vh->sizes[0] != batch || (vh->sizes[1] != k && vh->sizes[1] != n) ||
+            !((u->sizes[2] == m && vh->sizes[1] == n) || (u->sizes[2] == k && vh->sizes[1] == k)) || vh->sizes[0] != batch ||
             vh->sizes[2] != n || !tn_dtype_is_float(u->dtype) || !tn_dtype_is_float(vh->dtype))
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "svd: u (batch, m, k or m) and vh (batch, k or n, n) expected");
     }

@@ -24,7 +24,7 @@ static void check_svd(int64_t m, int64_t n, int full, tn_dtype dt, int rank1) {
     double tol = dt == TN_DTYPE_F64 ? 1e-12 : 2e-5;
     char *a = calloc((size_t)(2 * m * n), (size_t)es), *u = calloc((size_t)(2 * m * uc), (size_t)es);
     char *s = calloc((size_t)(2 * k), (size_t)es), *vh = calloc((size_t)(2 * vr * n), (size_t)es);
-    double *work = malloc(sizeof(double) * (size_t)tn_svd_scratch_doubles(m, n));
+    double *work = malloc(sizeof(double) * (size_t)tn_svd_scratch_doubles(m, n, full));
     uint8_t bad[2] = {7, 7};
     tn_tensor ta = view3(a, dt, 2, m, n), tu = view3(u, dt, 2, m, uc), ts = view3(s, dt, 2, 1, k),
               tv = view3(vh, dt, 2, vr, n);

@@ -73,8 +73,12 @@ std::tuple<Tensor&, Tensor&, Tensor&> svd_out(const Tensor& a, bool full_matrice
                                                std::optional<c10::string_view> driver, Tensor& u, Tensor& s, Tensor& vh) {
   TORCH_CHECK(a.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
   auto type = a.scalar_type();
+  // Past kMaxJacobiSide the host's LAPACK (bidiagonalisation) beats Jacobi's sweeps by more
+  // than 8x, so larger matrices take the CPU fallback, counted and warned about as usual.
+  constexpr int64_t kMaxJacobiSide = 64;
   if (!(type == at::kFloat || type == at::kDouble) || s.scalar_type() != type ||
-      (compute_uv && (u.scalar_type() != type || vh.scalar_type() != type)))
+      (compute_uv && (u.scalar_type() != type || vh.scalar_type() != type)) ||
+      std::min(a.size(-2), a.size(-1)) > kMaxJacobiSide)
     return via_fallback<at::_ops::_linalg_svd_U>(a, full_matrices, compute_uv, driver, u, s, vh);
   track_native("aten::_linalg_svd.U");
   int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
