@@ -71,4 +71,16 @@ static inline void tn_store(void *p, tn_dtype t, tn_value v) {
     }
 }
 
+/* Element (b, i, j) of a 3-D view (a batch of matrices) as a double, and back. */
+static inline double tn_get3(const tn_tensor *t, int64_t b, int64_t i, int64_t j) {
+    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
+    return tn_load((const char *)t->data + off * tn_dtype_size(t->dtype), t->dtype).re;
+}
+
+static inline void tn_set3(const tn_tensor *t, int64_t b, int64_t i, int64_t j, double x) {
+    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
+    tn_value v = {x, 0, 0, 0};
+    tn_store((char *)t->data + off * tn_dtype_size(t->dtype), t->dtype, v);
+}
+
 #endif

@@ -4,17 +4,6 @@
 #include "strided.h"
 #include "tn/linalg.h"
 
-static inline double at3(const tn_tensor *t, int64_t b, int64_t i, int64_t j) {
-    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
-    return tn_load((const char *)t->data + off * tn_dtype_size(t->dtype), t->dtype).re;
-}
-
-static inline void set3(const tn_tensor *t, int64_t b, int64_t i, int64_t j, double x) {
-    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
-    tn_value v = {x, 0, 0, 0};
-    tn_store((char *)t->data + off * tn_dtype_size(t->dtype), t->dtype, v);
-}
-
 void tn_kernel_solve_triangular(const tn_tensor *out, const tn_tensor *a, const tn_tensor *b, int32_t upper,
                                 int32_t unit, int32_t ith, int32_t nth) {
     int64_t batch = out->sizes[0], n = out->sizes[1], k = out->sizes[2], first, last;
@@ -23,12 +12,12 @@ void tn_kernel_solve_triangular(const tn_tensor *out, const tn_tensor *a, const 
         int64_t bi = p / k, c = p % k;
         for (int64_t s = 0; s < n; s++) {
             int64_t i = upper ? n - 1 - s : s; /* back substitution for upper, forward for lower */
-            double x = at3(b, bi, i, c);
+            double x = tn_get3(b, bi, i, c);
             for (int64_t t = 0; t < s; t++) {
                 int64_t j = upper ? n - 1 - t : t;
-                x -= at3(a, bi, i, j) * at3(out, bi, j, c);
+                x -= tn_get3(a, bi, i, j) * tn_get3(out, bi, j, c);
             }
-            set3(out, bi, i, c, unit ? x : x / at3(a, bi, i, i));
+            tn_set3(out, bi, i, c, unit ? x : x / tn_get3(a, bi, i, i));
         }
     }
 }

@@ -18,17 +18,6 @@
 
 enum { MAX_SWEEPS = 100 };
 
-static inline double at3(const tn_tensor *t, int64_t b, int64_t i, int64_t j) {
-    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
-    return tn_load((const char *)t->data + off * tn_dtype_size(t->dtype), t->dtype).re;
-}
-
-static inline void set3(const tn_tensor *t, int64_t b, int64_t i, int64_t j, double x) {
-    int64_t off = b * t->strides[0] + i * t->strides[1] + j * t->strides[2];
-    tn_value v = {x, 0, 0, 0};
-    tn_store((char *)t->data + off * tn_dtype_size(t->dtype), t->dtype, v);
-}
-
 static double dot(const double *x, const double *y, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += x[i] * y[i];
@@ -160,7 +149,7 @@ int tn_kernel_svd(const tn_tensor *a, const tn_tensor *u, const tn_tensor *s, co
         int nan_in = 0, inf_in = 0;
         for (int64_t j = 0; j < c; j++)
             for (int64_t i = 0; i < r; i++) {
-                double x = wide ? at3(a, bi, j, i) : at3(a, bi, i, j);
+                double x = wide ? tn_get3(a, bi, j, i) : tn_get3(a, bi, i, j);
                 nan_in |= x != x;
                 inf_in |= x == INFINITY || x == -INFINITY;
                 w[j * r + i] = x;
@@ -204,15 +193,15 @@ int tn_kernel_svd(const tn_tensor *a, const tn_tensor *u, const tn_tensor *s, co
                 complete_basis(p, h, r, q, pc);
             }
         }
-        for (int64_t j = 0; j < c; j++) set3(s, bi, 0, j, sv[(int64_t)order[j]]);
+        for (int64_t j = 0; j < c; j++) tn_set3(s, bi, 0, j, sv[(int64_t)order[j]]);
         if (!u) continue;
         /* the left factor L (rows x cols of u) and right factor R^T (vh) of A */
         for (int64_t j = 0; j < u->sizes[2]; j++)
             for (int64_t i = 0; i < m; i++)
-                set3(u, bi, i, j, wide ? v[(int64_t)order[j] * c + i] : p[j * r + i]);
+                tn_set3(u, bi, i, j, wide ? v[(int64_t)order[j] * c + i] : p[j * r + i]);
         for (int64_t i = 0; i < vh->sizes[1]; i++)
             for (int64_t j = 0; j < n; j++)
-                set3(vh, bi, i, j, wide ? p[i * r + j] : v[(int64_t)order[i] * c + j]);
+                tn_set3(vh, bi, i, j, wide ? p[i * r + j] : v[(int64_t)order[i] * c + j]);
     }
     return failed;
 }
