@@ -53,6 +53,27 @@ static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h,
     for (; j < n; j++) s[j] = score(a, qf, b, h, hk, i, j0 + j, E);
 }
 
+/* acc += sum_j s[j] v[j0 + j] for keys of head (b, hk). Contiguous float32 or bfloat16 values
+ * go four keys at a time, so the accumulator row is loaded and stored once per four keys. */
+#define TN_AXPY4(type, load)                                                                       \
+    for (; j + 4 <= n; j += 4) {                                                                   \
+        const type *v0 = (const type *)a->v.data + row_off(&a->v, b, hk, j0 + j), *v1 = v0 + vs,   \
+                   *v2 = v1 + vs, *v3 = v2 + vs;                                                    \
+        float w0 = s[j], w1 = s[j + 1], w2 = s[j + 2], w3 = s[j + 3];                              \
+        for (int64_t e = 0; e < Ev; e++)                                                           \
+            acc[e] += (w0 * load(v0[e]) + w1 * load(v1[e])) + (w2 * load(v2[e]) + w3 * load(v3[e])); \
+    }
+
+static void values(const tn_attention *a, float *acc, const float *s, int64_t b, int64_t hk, int64_t j0, int64_t n) {
+    int64_t Ev = a->v.sizes[3], vs = a->v.strides[2], j = 0;
+    if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32) {
+        TN_AXPY4(float, TN_AS_FLOAT)
+    } else if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16) {
+        TN_AXPY4(uint16_t, tn_bf16_to_f32_inline)
+    }
+    for (; j < n; j++) axpy_row(acc, s[j], &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
+}
+
 /* Few query rows (decoding): each row against the keys directly, dot products and axpys over
  * the head dimension; packing tiles for one row would cost more than it saves. */
 static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
@@ -85,7 +106,7 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
             }
             if (alpha != 1.0f)
                 for (int64_t e = 0; e < Ev; e++) acc[e] *= alpha;
-            for (int64_t j = 0; j < n; j++) axpy_row(acc, s[j], &a->v, row_off(&a->v, b, hk, j0 + j), Ev);
+            values(a, acc, s, b, hk, j0, n);
             m = m_new;
         }
         /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
