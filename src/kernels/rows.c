@@ -80,32 +80,42 @@ static void narrow_half(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const fl
     (t == TN_DTYPE_BF16 ? f32_to_bf16 : f32_to_f16)(n, d, ds, s, ss);
 }
 
-/* Three passes (max, exponentials and their sum, scale), each vectorized; 16 partial sums
- * and maxima keep the reductions vectorizable without reassociation. */
+/* Three passes (max, exponentials and their sum, scale), each vectorized. The maximum runs
+ * in 64 lanes (four independent vector chains: max's latency would otherwise bound the pass),
+ * the sum in 16 (the exponentials bound that pass); tails go into the lanes and the lanes fold
+ * as trees, so a row has no serial chain of scalar steps. */
 static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
-    float m16[16], s16[16];
-    for (int l = 0; l < 16; l++) m16[l] = -INFINITY, s16[l] = 0.0f;
+    float m64[64], m16[16], s16[16];
+    for (int l = 0; l < 64; l++) m64[l] = -INFINITY;
     int64_t i = 0;
     /* NaNs are skipped here: exp(NaN - max) is NaN, so the sum, and with it every output of
      * the row, is NaN, as PyTorch gives (no separate pass looks for them) */
+    for (; i + 64 <= n; i += 64)
+        for (int l = 0; l < 64; l++) m64[l] = x[i + l] > m64[l] ? x[i + l] : m64[l];
+    for (int l = 0; l < 16; l++) {
+        float a = m64[l] > m64[l + 16] ? m64[l] : m64[l + 16], b = m64[l + 32] > m64[l + 48] ? m64[l + 32] : m64[l + 48];
+        m16[l] = a > b ? a : b;
+    }
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
-    float mx = -INFINITY;
-    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    for (int l = 0; l < 16; l++) mx = m16[l] > mx ? m16[l] : mx;
-    if (log) /* two loops: no test per element, and the constants stay in registers */
+    for (int64_t l = 0; i + l < n; l++) m16[l] = x[i + l] > m16[l] ? x[i + l] : m16[l];
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) m16[l] = m16[l + w] > m16[l] ? m16[l + w] : m16[l];
+    float mx = m16[0];
+    for (int l = 0; l < 16; l++) s16[l] = 0.0f;
+    if (log) { /* two loops: no test per element, and the constants stay in registers */
         for (i = 0; i + 16 <= n; i += 16)
             for (int l = 0; l < 16; l++) s16[l] += tn_expf(x[i + l] - mx);
-    else
+        for (int64_t l = 0; i + l < n; l++) s16[l] += tn_expf(x[i + l] - mx);
+    } else {
         for (i = 0; i + 16 <= n; i += 16)
             for (int l = 0; l < 16; l++) s16[l] += y[i + l] = tn_expf(x[i + l] - mx);
-    double sum = 0;
-    for (; i < n; i++) {
-        float e = tn_expf(x[i] - mx);
-        if (!log) y[i] = e;
-        sum += e;
+        for (int64_t l = 0; i + l < n; l++) s16[l] += y[i + l] = tn_expf(x[i + l] - mx);
     }
-    for (int l = 0; l < 16; l++) sum += s16[l];
+    double d[8];
+    for (int l = 0; l < 8; l++) d[l] = (double)s16[l] + (double)s16[l + 8];
+    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
+    double sum = (d[0] + d[2]) + (d[1] + d[3]);
     if (log) {
         float shift = mx + (float)logf((float)sum);
         for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
