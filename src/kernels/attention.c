@@ -42,9 +42,55 @@
     }
 #define TN_AS_FLOAT(v) (v)
 
+/* Sixteen floats as one vector (an AVX-512 register; two or four on the other ISAs), and a
+ * load of one from any float address. Helpers take vectors by pointer: passing them by value
+ * would depend on the ISA's calling convention. */
+typedef float tn_v16 __attribute__((vector_size(64)));
+typedef float tn_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float tn_v8 __attribute__((vector_size(32)));
+typedef float tn_v4 __attribute__((vector_size(16)));
+#define LOAD16(p) (*(const tn_v16u *)(const void *)(p))
+
+static inline float sum16(const tn_v16 *x) {
+    tn_v8 h = __builtin_shufflevector(*x, *x, 0, 1, 2, 3, 4, 5, 6, 7) +
+              __builtin_shufflevector(*x, *x, 8, 9, 10, 11, 12, 13, 14, 15);
+    tn_v4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
+    return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+enum { MAX_CHUNKS = 16 }; /* head dimensions up to 256 take the vector paths below */
+
+/* Contiguous float32 keys, a head dimension of whole 16-float chunks: q stays in registers and
+ * each key is one vector dot product, four keys at a time. */
+static void scores_f32(const float *qf, const float *k, int64_t ks, int64_t E, int64_t n, float *s) {
+    tn_v16 qv[MAX_CHUNKS];
+    int64_t chunks = E / 16, j = 0;
+    for (int64_t c = 0; c < chunks; c++) qv[c] = LOAD16(qf + 16 * c);
+    for (; j + 4 <= n; j += 4) {
+        const float *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
+        tn_v16 a0 = qv[0] * LOAD16(k0), a1 = qv[0] * LOAD16(k1), a2 = qv[0] * LOAD16(k2), a3 = qv[0] * LOAD16(k3);
+        for (int64_t c = 1; c < chunks; c++) {
+            a0 += qv[c] * LOAD16(k0 + 16 * c);
+            a1 += qv[c] * LOAD16(k1 + 16 * c);
+            a2 += qv[c] * LOAD16(k2 + 16 * c);
+            a3 += qv[c] * LOAD16(k3 + 16 * c);
+        }
+        s[j] = sum16(&a0), s[j + 1] = sum16(&a1), s[j + 2] = sum16(&a2), s[j + 3] = sum16(&a3);
+    }
+    for (; j < n; j++) {
+        tn_v16 a0 = qv[0] * LOAD16(k + j * ks);
+        for (int64_t c = 1; c < chunks; c++) a0 += qv[c] * LOAD16(k + j * ks + 16 * c);
+        s[j] = sum16(&a0);
+    }
+}
+
 static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i, int64_t j0,
                    int64_t n, float *s) {
     int64_t E = a->q.sizes[3], ks = a->k.strides[2], j = 0;
+    if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32 && E % 16 == 0 && E <= 16 * MAX_CHUNKS) {
+        scores_f32(qf, (const float *)a->k.data + row_off(&a->k, b, hk, j0), ks, E, n, s);
+        return;
+    }
     if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32) {
         TN_DOT4(float, TN_AS_FLOAT)
     } else if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_BF16) {
@@ -66,6 +112,26 @@ static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h,
 
 static void values(const tn_attention *a, float *acc, const float *s, int64_t b, int64_t hk, int64_t j0, int64_t n) {
     int64_t Ev = a->v.sizes[3], vs = a->v.strides[2], j = 0;
+    if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32 && Ev % 16 == 0) {
+        /* a 16-float chunk of the accumulator stays in registers over the block's keys, in
+         * four sums so that the adds' latency overlaps */
+        const float *v = (const float *)a->v.data + row_off(&a->v, b, hk, j0);
+        for (int64_t c = 0; c < Ev; c += 16) {
+            tn_v16 s0 = LOAD16(acc + c), s1 = {0}, s2 = {0}, s3 = {0};
+            int64_t k = 0;
+            for (; k + 4 <= n; k += 4) {
+                const float *vk = v + k * vs + c;
+                s0 += s[k] * LOAD16(vk);
+                s1 += s[k + 1] * LOAD16(vk + vs);
+                s2 += s[k + 2] * LOAD16(vk + 2 * vs);
+                s3 += s[k + 3] * LOAD16(vk + 3 * vs);
+            }
+            for (; k < n; k++) s0 += s[k] * LOAD16(v + k * vs + c);
+            tn_v16 sum = (s0 + s1) + (s2 + s3);
+            memcpy(acc + c, &sum, sizeof sum);
+        }
+        return;
+    }
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32) {
         TN_AXPY4(float, TN_AS_FLOAT)
     } else if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16) {
