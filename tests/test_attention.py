@@ -184,3 +184,34 @@ def test_errors_match_cpu():
             q, k = make("neuron")
             F.scaled_dot_product_attention(q, k, k)
             torch.neuron.synchronize()
+
+
+def test_llama_with_attention_dropout_trains_on_the_fused_kernel():
+    # A Transformers Llama in training mode passes attention_dropout to SDPA: the fused kernel
+    # takes it, and a training step's loss and gradients equal the math path's with the same
+    # seed (the same masks).
+    transformers = pytest.importorskip("transformers")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    config = transformers.LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.2,
+                                      attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to("neuron").train()
+    ids = torch.randint(0, 96, (2, 24), generator=torch.Generator().manual_seed(1)).to("neuron")
+    results = {}
+    for backend in (SDPBackend.OVERRIDEABLE, SDPBackend.MATH):
+        model.zero_grad(set_to_none=True)
+        torch.neuron.manual_seed(11)
+        torch_neuronx.clear_op_tracking()
+        with sdpa_kernel(backend):
+            loss = model(ids, labels=ids).loss
+            loss.backward()
+        assert (FUSED + "_backward" in torch_neuronx.get_executed_ops()) == (backend == SDPBackend.OVERRIDEABLE)
+        assert torch_neuronx.get_fallback_ops() == {}
+        results[backend] = [loss.detach().cpu()] + [p.grad.cpu() for p in model.parameters()]
+    fused, math = results.values()
+    for a, b in zip(fused, math):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    # and the dropout is real: another seed gives another loss
+    torch.neuron.manual_seed(12)
+    assert not torch.equal(model(ids, labels=ids).loss.detach().cpu(), fused[0])
