@@ -3,7 +3,7 @@
     python bench/attention.py [--repeat 5]
 
 Language-model shapes (batch 1, 8 heads of 64): a causal prefill of L tokens and a decode
-step (one query against S cached keys), forward only, float32 and bfloat16; ms per call and
+step (one query against S cached keys; also SmolLM2's 9 query heads on 3 kv heads), forward only, float32 and bfloat16; ms per call and
 the ratio. Then a training step with dropout (forward and backward, float32): the fused
 kernel, neuron's math path (matmul, softmax, dropout, matmul) and the CPU. neuron is timed as
 a device: launch, then synchronize.
@@ -26,14 +26,16 @@ def main():
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'case':>22} {'dtype':>9}  {'neuron ms':>9} {'cpu ms':>8}  {'cpu/neuron':>10}")
     for dtype in (torch.float32, torch.bfloat16):
-        for name, l, s, causal in (("prefill L=512", 512, 512, True), ("prefill L=128", 128, 128, True),
-                                   ("decode S=512", 1, 512, False), ("decode S=2048", 1, 2048, False)):
-            q = torch.randn(1, 8, l, 64).to(dtype)
-            k, v = torch.randn(1, 8, s, 64).to(dtype), torch.randn(1, 8, s, 64).to(dtype)
+        for name, l, s, causal, hkv in (("prefill L=512", 512, 512, True, 8), ("prefill L=128", 128, 128, True, 8),
+                                        ("decode S=512", 1, 512, False, 8), ("decode S=2048", 1, 2048, False, 8),
+                                        ("decode GQA 9/3 S=1024", 1, 1024, False, 3)):
+            q = torch.randn(1, 9 if hkv == 3 else 8, l, 64).to(dtype)
+            k, v = torch.randn(1, hkv, s, 64).to(dtype), torch.randn(1, hkv, s, 64).to(dtype)
             qd, kd, vd = q.to("neuron"), k.to("neuron"), v.to("neuron")
-            t_dev = best(lambda: (F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal),
+            kw = dict(is_causal=causal, enable_gqa=hkv != 8)
+            t_dev = best(lambda: (F.scaled_dot_product_attention(qd, kd, vd, **kw),
                                   torch.neuron.synchronize()), args.repeat)
-            t_cpu = best(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeat)
+            t_cpu = best(lambda: F.scaled_dot_product_attention(q, k, v, **kw), args.repeat)
             print(f"{name:>22} {str(dtype)[6:]:>9}  {t_dev * 1e3:>9.2f} {t_cpu * 1e3:>8.2f}  {t_cpu / t_dev:>9.2f}x")
     print(f"\n{'train, dropout 0.1':>22} {'fused ms':>9} {'math ms':>8} {'cpu ms':>8}  {'cpu/fused':>9} {'math/fused':>10}")
     for l in (128, 512):
