@@ -15,8 +15,8 @@
  * those of the full row): element (b, h, i, j) of the (B, Hq, L, S) probabilities, numbered in
  * row-major order, is kept or dropped by the launch (seed, offset) exactly as native_dropout
  * (tn/random.h) would keep it, and kept ones are scaled by 1 / (1 - dropout_p). The backward
- * takes the same seed and offset and draws the same mask again. The mask itself is
- * tn_random_bernoulli_async of a (B, Hq, L, S) tensor with p = 1 - dropout_p and that launch. */
+ * takes the same seed and offset and draws the same mask again. The mask itself is the one
+ * tn_dropout_async of a (B, Hq, L, S) tensor writes for that launch. */
 #ifndef TN_ATTENTION_H
 #define TN_ATTENTION_H
 #include <stdint.h>

@@ -198,7 +198,6 @@ typedef struct tile_scratch {
     float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
 } tile_scratch;
 
-
 static tile_scratch carve(const tn_attention *a, float *f) {
     int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = padded_keys(a->k.sizes[2]);
     tile_scratch t;
@@ -234,11 +233,8 @@ static int64_t scratch_floats(const tn_attention *a) {
 static void pack_head(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t hk, int64_t mr, int64_t nr,
                       int pv_gemm) {
     int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], S = a->k.sizes[2], Sp = padded_keys(S);
-    for (int64_t j0 = 0; j0 < Sp; j0 += mr) {
-        int64_t count = S - j0 < mr ? (S - j0 > 0 ? S - j0 : 0) : mr;
-        for (int64_t r = 0; r < count; r++) load_row(t->rows + r * E, &a->k, row_off(&a->k, b, hk, j0 + r), E);
-        to_panel(t->ka + j0 * E, t->rows, count, mr, E, 1.0f);
-    }
+    for (int64_t j0 = 0; j0 < Sp; j0 += mr)
+        rows_to_panel(t->ka + j0 * E, t->rows, &a->k, b, hk, j0, panel_rows(S, j0, mr), mr, E, 1.0f);
     for (int64_t j = 0; j < Sp; j++) {
         float *v = pv_gemm ? t->rows : t->vb + j * Ev;
         if (j < S)
@@ -255,11 +251,8 @@ static void pack_head(const tn_attention *a, const tile_scratch *t, int64_t b, i
 static void pack_queries(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t h, int64_t i0, int64_t nq,
                          int64_t cols, int64_t nr) {
     int64_t E = a->q.sizes[3];
-    for (int64_t p0 = 0; p0 < cols; p0 += nr) {
-        int64_t count = nq - p0 < nr ? (nq - p0 > 0 ? nq - p0 : 0) : nr;
-        for (int64_t r = 0; r < count; r++) load_row(t->rows + r * E, &a->q, row_off(&a->q, b, h, i0 + p0 + r), E);
-        to_panel(t->qb + p0 * E, t->rows, count, nr, E, (float)a->scale);
-    }
+    for (int64_t p0 = 0; p0 < cols; p0 += nr)
+        rows_to_panel(t->qb + p0 * E, t->rows, &a->q, b, h, i0 + p0, panel_rows(nq, p0, nr), nr, E, (float)a->scale);
 }
 
 /* One key block's scores st (n keys by cols queries) into probabilities, folding them into
@@ -302,7 +295,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     const int64_t mr = k->gemm_mr, nr = k->gemm_nr, tiles = (L + QB - 1) / QB;
-    const int64_t tq = ((L + tiles - 1) / tiles + nr - 1) / nr * nr; /* even tiles, whole B panels */
+    const int64_t tq = round_up((L + tiles - 1) / tiles, nr); /* even tiles, whole B panels */
     const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
     if (L < ROWS_BELOW) {
         forward_rows(k, a, scratch, ith, nth);
@@ -315,7 +308,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     for (int64_t unit = first; unit < last; unit++) {
         int64_t tile = unit % tiles, h = (unit / tiles) % Hq, b = unit / (tiles * Hq), hk = h / group;
         int64_t i0 = tile * tq, nq = L - i0 < tq ? L - i0 : tq; /* > 0: (tiles - 1) * tq < L */
-        int64_t rows = (nq + mr - 1) / mr * mr, cols = (nq + nr - 1) / nr * nr; /* both <= QB */
+        int64_t rows = round_up(nq, mr), cols = round_up(nq, nr); /* both <= QB */
         if (packed != b * Hkv + hk) {
             pack_head(a, &t, b, hk, mr, nr, pv_gemm);
             packed = b * Hkv + hk;

@@ -72,8 +72,6 @@ typedef struct bwd_scratch {
     float *rows;      /* up to NR rows of q, k, v or dO in float32, or a key block's dropout factors */
 } bwd_scratch;
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 /* Floats of bwd_scratch for column panels of nr (at most TN_GEMM_MAX_NR). */
 static int64_t tiled_floats(const tn_attention *a, int64_t nr) {
     int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = padded_keys(a->k.sizes[2]);
@@ -107,14 +105,6 @@ static bwd_scratch carve_bwd(const tn_attention *a, float *f, int64_t nr) {
     t.ls = f, f += QB;
     t.rows = f;
     return t;
-}
-
-/* Rows first .. first + count (< w) of view x (b, h) into one panel of w rows over n (the
- * micro-kernel's layout dst[e * w + r]), times scale; zeros for the rest of the panel. */
-static void rows_to_panel(float *dst, float *rows, const tn_tensor *x, int64_t b, int64_t h, int64_t first,
-                          int64_t count, int64_t w, int64_t n, float scale) {
-    for (int64_t r = 0; r < count; r++) load_row(rows + r * n, x, row_off(x, b, h, first + r), n);
-    to_panel(dst, rows, count, w, n, scale);
 }
 
 /* Rows i < count of view x (b, h, first + i) as B panels of nr columns, k = row:
@@ -162,7 +152,7 @@ static void backward_tiles(const tn_kernel_table *k, const tn_attention *a, floa
     for (int64_t g = first; g < last; g++) {
         int64_t b = g / Hkv, hk = g % Hkv;
         for (int64_t j0 = 0; j0 < Sp; j0 += mr) {
-            int64_t count = S - j0 < mr ? (S - j0 > 0 ? S - j0 : 0) : mr;
+            int64_t count = panel_rows(S, j0, mr);
             rows_to_panel(t.ka + j0 * E, t.rows, &a->k, b, hk, j0, count, mr, E, 1.0f);
             rows_to_panel(t.va + j0 * Ev, t.rows, &a->v, b, hk, j0, count, mr, Ev, 1.0f);
         }
@@ -174,7 +164,7 @@ static void backward_tiles(const tn_kernel_table *k, const tn_attention *a, floa
                 int64_t i0 = tile * tq, nq = L - i0 < tq ? L - i0 : tq; /* > 0 */
                 int64_t cols = round_up(nq, nr), rows = round_up(nq, mr), width = cols > rows ? cols : rows;
                 for (int64_t p0 = 0; p0 < cols; p0 += nr) {
-                    int64_t count = nq - p0 < nr ? (nq - p0 > 0 ? nq - p0 : 0) : nr;
+                    int64_t count = panel_rows(nq, p0, nr);
                     rows_to_panel(t.qb + p0 * E, t.rows, &a->q, b, h, i0 + p0, count, nr, E, scale);
                     rows_to_panel(t.dot + p0 * Ev, t.rows, &a->grad_out, b, h, i0 + p0, count, nr, Ev, 1.0f);
                 }

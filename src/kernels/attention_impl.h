@@ -147,7 +147,13 @@ static inline float score(const tn_attention *a, const float *qf, int64_t b, int
     return s;
 }
 
-static inline int64_t padded_keys(int64_t S) { return (S + KB - 1) / KB * KB; }
+static inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static inline int64_t padded_keys(int64_t S) { return round_up(S, KB); }
+
+/* How many of rows first .. first + w exist among total rows (0 past the end). */
+static inline int64_t panel_rows(int64_t total, int64_t first, int64_t w) {
+    return total - first < w ? (total - first > 0 ? total - first : 0) : w;
+}
 
 /* dst[e * w + r] = scale * rows[r * n + e] for r < count, zero for count <= r < w: a panel of w
  * rows (micro-kernel layout), written in order. */
@@ -157,6 +163,14 @@ static inline void to_panel(float *dst, const float *rows, int64_t count, int64_
         for (; r < count; r++) dst[e * w + r] = scale * rows[r * n + e];
         for (; r < w; r++) dst[e * w + r] = 0.0f;
     }
+}
+
+/* Rows first .. first + count (< w) of view x (b, h) into one panel of w rows over n (the
+ * micro-kernel's layout dst[e * w + r]), times scale; zeros for the rest of the panel. */
+static inline void rows_to_panel(float *dst, float *rows, const tn_tensor *x, int64_t b, int64_t h, int64_t first,
+                          int64_t count, int64_t w, int64_t n, float scale) {
+    for (int64_t r = 0; r < count; r++) load_row(rows + r * n, x, row_off(x, b, h, first + r), n);
+    to_panel(dst, rows, count, w, n, scale);
 }
 
 /* The backward of this ISA (attention_backward.c), and its scratch in floats. */

@@ -149,16 +149,23 @@ int tn_kernel_bernoulli(const tn_tensor *dst, const tn_tensor *probs, double p, 
 
 void tn_kernel_dropout(const tn_tensor *out, const tn_tensor *mask, const tn_tensor *in, double p,
                        uint64_t seed, uint64_t offset, int32_t ith, int32_t nth) {
-    int64_t numel = tn_tensor_numel(out), first, last, blk = -1;
+    enum { CHUNK = 4 * TN_PHILOX_LANES };
+    int64_t numel = tn_tensor_numel(out), first, last;
     int32_t es = tn_dtype_size(out->dtype);
-    double u[4], scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    uint64_t keep_from = tn_philox_keep_from(1.0 - p);
     int in_float = out->dtype != TN_DTYPE_F64; /* PyTorch scales halves and floats in float */
+    float keep[CHUNK];
     tn_slice(numel, ith, nth, &first, &last);
-    for (int64_t i = first; i < last; i++) {
-        int keep = uniform01(seed, offset, i, &blk, u) < 1.0 - p;
-        double x = tn_load((const char *)in->data + tn_row_offset(in, i, 0) * es, in->dtype).re;
-        tn_value v = {keep ? (in_float ? (double)((float)x * (float)scale) : x * scale) : 0.0, 0, 0, 0};
-        tn_store((char *)out->data + tn_row_offset(out, i, 0) * es, out->dtype, v);
-        ((uint8_t *)mask->data)[tn_row_offset(mask, i, 0)] = (uint8_t)keep;
+    for (int64_t i0 = first; i0 < last; i0 += CHUNK) {
+        int64_t n = last - i0 < CHUNK ? last - i0 : CHUNK;
+        tn_dropout_factors(seed, offset, i0, n, keep_from, 1.0f, keep); /* philox.h's rule */
+        for (int64_t j = 0; j < n; j++) {
+            int64_t i = i0 + j;
+            double x = tn_load((const char *)in->data + tn_row_offset(in, i, 0) * es, in->dtype).re;
+            tn_value v = {keep[j] != 0 ? (in_float ? (double)((float)x * (float)scale) : x * scale) : 0.0, 0, 0, 0};
+            tn_store((char *)out->data + tn_row_offset(out, i, 0) * es, out->dtype, v);
+            ((uint8_t *)mask->data)[tn_row_offset(mask, i, 0)] = (uint8_t)(keep[j] != 0);
+        }
     }
 }

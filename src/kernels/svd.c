@@ -143,7 +143,7 @@ int tn_kernel_svd(const tn_tensor *a, const tn_tensor *u, const tn_tensor *s, co
     /* columns of P wanted: u's (tall) or vh's rows (wide); none for the values alone */
     int64_t pc = !u ? 0 : wide ? vh->sizes[1] : u->sizes[2];
     double *w = work, *rr = w + r * c, *v = rr + c * c, *p = v + c * c, *h = p + r * pc, *sv = h + r * c;
-    double *order = sv + c, *vv = order + c;
+    double *order = sv + c, *vv = order + c; /* order: column indices, exact as doubles in this scratch */
     tn_slice(batch, ith, nth, &first, &last);
     for (int64_t bi = first; bi < last; bi++) {
         int nan_in = 0, inf_in = 0;

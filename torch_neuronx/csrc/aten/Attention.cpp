@@ -12,6 +12,7 @@
 #include <ATen/ops/_scaled_dot_product_fused_attention_overrideable.h>
 #include <ATen/ops/_scaled_dot_product_fused_attention_overrideable_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/where.h>
@@ -100,13 +101,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Ten
   tn_attention a = describe(q, k, v, out, lse, bias, is_causal, scale_of(q, scale), dropout_p, seed, offset);
   tn_stream_t stream = current_stream(q.device().index());
   check(tn_attention_forward_async(stream, "aten::_scaled_dot_product_fused_attention_overrideable", &a));
-  // The debug mask is 1 where a probability was kept: the same launch's draw, by the rule
-  // tn/attention.h gives.
+  // The debug mask is 1 where a probability was kept: the dropout kernel's mask for the same
+  // launch (tn/attention.h), which numbers the (B, H, L, S) probabilities alike.
   Tensor debug_mask;
   if (return_debug_mask) {
     debug_mask = at::ones({B, H, L, S}, q.options());
-    tn_tensor m = to_tn_view(debug_mask);
-    if (dropout_p > 0) check(tn_random_bernoulli_async(stream, &m, nullptr, 1.0 - dropout_p, seed, offset));
+    if (dropout_p > 0) {
+      Tensor kept = at::empty({B, H, L, S}, q.options().dtype(at::kBool)), scaled = at::empty_like(debug_mask);
+      tn_tensor m = to_tn_view(kept), o = to_tn_view(scaled), x = to_tn_view(debug_mask);
+      check(tn_dropout_async(stream, &o, &m, &x, dropout_p, seed, offset));
+      debug_mask = kept.to(q.scalar_type());
+    }
   }
   auto cpu_long = at::TensorOptions().dtype(at::kLong);
   return {out,  lse, Tensor(), Tensor(), c10::SymInt(L), c10::SymInt(S),
