@@ -225,3 +225,25 @@ def test_integer_pow_of_tensors(dtype):
     base = torch.tensor([2, -1, 1, 0, 3, -2, 7, -1, 5], dtype=dtype)
     exp = torch.tensor([3, -3, -5, 0, -1, 2, 40, 4, 0], dtype=dtype)
     native_only(lambda: check(lambda a, b: torch.pow(a, b), base, exp))
+
+
+# Outputs larger than 3/4 of the last-level cache are written with non-temporal stores
+# (src/kernels/nontemporal.h): 28 MB outputs are past that for caches up to 37 MB. The views
+# start one element in, so the lines at both ends are partial.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_large_outputs_stream_past_the_cache(dtype):
+    BIG = 28_000_000 // dtype.itemsize + 1
+    if torch_neuronx._C._nontemporal_min_bytes() > (BIG - 1) * dtype.itemsize:
+        pytest.skip("this machine's cache is larger than the test's tensors")
+    x = make((BIG,), dtype, seed=1)[1:]
+    y = make((BIG,), dtype, seed=2)[1:]
+    dx, dy = x.to("neuron"), y.to("neuron")
+    torch.testing.assert_close(torch.add(dx, dy, alpha=2).cpu(), torch.add(x, y, alpha=2), rtol=0, atol=0)
+    torch.testing.assert_close((dx * dy).cpu(), x * y, rtol=0, atol=0)
+    torch.testing.assert_close(torch.relu(dx).cpu(), torch.relu(x), rtol=0, atol=0)
+    torch.testing.assert_close(dx.clone().cpu(), x, rtol=0, atol=0)
+    other = torch.float32 if dtype == torch.bfloat16 else torch.bfloat16
+    torch.testing.assert_close(dx.to(other).cpu(), x.to(other), rtol=0, atol=0)
+    out = torch.empty(BIG, dtype=dtype, device="neuron")[1:]
+    torch.testing.assert_close(out.fill_(-1.25).cpu(), torch.full((BIG - 1,), -1.25, dtype=dtype), rtol=0, atol=0)
+    torch.testing.assert_close(out.zero_().cpu(), torch.zeros(BIG - 1, dtype=dtype), rtol=0, atol=0)

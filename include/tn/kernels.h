@@ -18,6 +18,12 @@ extern "C" {
 void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int32_t nth);
 void tn_kernel_fill(const tn_tensor *dst, const tn_scalar *value, int32_t ith, int32_t nth);
 
+/* Copies, fills and elementwise ops whose output has at least this many bytes write it with
+ * non-temporal stores, which bypass the cache (default: 3/4 of the last-level cache). Setting
+ * a negative value restores the default; tests set small values to reach that path. */
+int64_t tn_nontemporal_min_bytes(void);
+void tn_set_nontemporal_min_bytes(int64_t bytes);
+
 /* Philox-4x32 with 10 rounds: out = philox(counter, key). */
 void tn_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 void tn_kernel_uniform(const tn_tensor *dst, uint64_t seed, uint64_t offset, double from,

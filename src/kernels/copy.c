@@ -1,11 +1,13 @@
 /* Copy with conversion between any two strided views of the same shape.
  * Same dtype: a memcpy per row when both rows are contiguous, else an element move by size.
  * float32 <-> bfloat16 / float16: the ISA variant's conversion rows (see rows.c).
- * Other conversions: element by element through tn_load/tn_store. */
+ * Other conversions: element by element through tn_load/tn_store.
+ * A large output with contiguous rows is written with non-temporal stores (nontemporal.h). */
 #include <string.h>
 
 #include "elem.h"
 #include "half.h"
+#include "nontemporal.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/kernels.h"
@@ -16,6 +18,27 @@ static void move_row(char *d, int64_t ds, const char *s, int64_t ss, int64_t n, 
         return;
     }
     for (int64_t i = 0; i < n; i++) memcpy(d + i * ds * es, s + i * ss * es, (size_t)es);
+}
+
+static int overlap(const char *a, const char *b, int64_t bytes) {
+    return a < b + bytes && b < a + bytes;
+}
+
+/* A contiguous row of dst (de bytes an element) converted from src through a buffer in L1,
+ * written non-temporally. */
+static void convert_row_nontemporal(const tn_kernel_table *k, tn_dtype dt, char *d, int32_t de,
+                                    tn_dtype st, const char *s, int64_t ss, int32_t se, int64_t n) {
+    _Alignas(64) char buf[TN_NT_CHUNK_BYTES];
+    for (int64_t i = 0; i < n;) {
+        int64_t m = tn_nontemporal_chunk(d + i * de, de, n - i);
+        const char *from = s + i * ss * se;
+        if (dt == TN_DTYPE_F32)
+            k->widen_half(st, m, (float *)buf, 1, (const uint16_t *)from, ss);
+        else
+            k->narrow_half(dt, m, (uint16_t *)buf, 1, (const float *)from, ss);
+        tn_copy_nontemporal(d + i * de, buf, m * de);
+        i += m;
+    }
 }
 
 void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int32_t nth) {
@@ -30,9 +53,18 @@ void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int
     const tn_kernel_table *k = tn_kernels();
     int widen = dst->dtype == TN_DTYPE_F32 && (src->dtype == TN_DTYPE_BF16 || src->dtype == TN_DTYPE_F16);
     int narrow = src->dtype == TN_DTYPE_F32 && (dst->dtype == TN_DTYPE_BF16 || dst->dtype == TN_DTYPE_F16);
+    int nt = dstep == 1 && tn_nontemporal(tn_tensor_numel(dst) * des);
     for (int64_t r = first; r < last; r++) {
         char *d = (char *)dst->data + (tn_walk_row_offset(&w, 0, r) + e0 * dstep) * des;
         const char *s = (const char *)src->data + (tn_walk_row_offset(&w, 1, r) + e0 * sstep) * ses;
+        if (nt && dst->dtype == src->dtype && sstep == 1 && !overlap(d, s, n * des)) {
+            tn_copy_nontemporal(d, s, n * des);
+            continue;
+        }
+        if (nt && (widen || narrow)) {
+            convert_row_nontemporal(k, dst->dtype, d, des, src->dtype, s, sstep, ses, n);
+            continue;
+        }
         if (dst->dtype == src->dtype) {
             move_row(d, dstep, s, sstep, n, des);
             continue;
@@ -48,4 +80,5 @@ void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int
         for (int64_t i = 0; i < n; i++)
             tn_store(d + i * dstep * des, dst->dtype, tn_load(s + i * sstep * ses, src->dtype));
     }
+    if (nt) tn_nontemporal_fence();
 }

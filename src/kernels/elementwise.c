@@ -3,7 +3,8 @@
  * Per row: all-float32 operands use the ISA table's row functions; float16/bfloat16 operands
  * of one dtype are widened to float32 in chunks, run through the same rows, and narrowed;
  * anything else (mixed dtypes, integers, bools, float64, ops without a float32 row) goes
- * element by element through double or int64 arithmetic. */
+ * element by element through double or int64 arithmetic. A large output with contiguous rows
+ * is computed in chunks into a buffer in L1 and written non-temporally (nontemporal.h). */
 #include <math.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "table.h"
 #include "tn/elementwise.h"
 #include "half.h"
+#include "nontemporal.h"
 #include "tn/kernels.h"
 
 #define CHUNK 256
@@ -256,6 +258,79 @@ static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_s
     return r;
 }
 
+/* ---- non-temporal rows: chunks computed into L1, then streamed to a contiguous row ---- */
+
+/* Ops cheap enough to be bound by memory on large tensors: the only ones non-temporal stores
+ * speed up. A transcendental op (exp, silu, gelu) is bound by its arithmetic at about the
+ * speed memory delivers, and the chunk's extra pass made it 10-30% slower. */
+static int cheap_unary(tn_unary_op op) {
+    return op == TN_UNARY_NEG || op == TN_UNARY_ABS || op == TN_UNARY_RELU ||
+           op == TN_UNARY_RECIPROCAL || op == TN_UNARY_SQRT || op == TN_UNARY_RSQRT;
+}
+
+static int cheap_binary(tn_binary_op op) {
+    return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_MUL || op == TN_BINARY_DIV ||
+           op == TN_BINARY_MAXIMUM || op == TN_BINARY_MINIMUM ||
+           op == TN_BINARY_THRESHOLD_BACKWARD || op == TN_BINARY_SIGMOID_BACKWARD ||
+           op == TN_BINARY_TANH_BACKWARD;
+}
+
+/* Streams m results (float32) to o as the output's dtype t, narrowing through buf. */
+static void stream_out(const tn_kernel_table *k, tn_dtype t, int64_t m, char *o, uint16_t *buf,
+                       const float *res) {
+    if (t == TN_DTYPE_F32) {
+        tn_copy_nontemporal(o, res, m * (int64_t)sizeof(float));
+        return;
+    }
+    k->narrow_half(t, m, buf, 1, res, 1);
+    tn_copy_nontemporal(o, buf, m * 2);
+}
+
+/* Returns 0, having written nothing, when the op has no float32 row. */
+static int unary_row_nontemporal(const tn_kernel_table *k, tn_unary_op op, tn_dtype t, int64_t n,
+                                 char *o, const char *x, int64_t xs) {
+    int32_t es = tn_dtype_size(t);
+    _Alignas(64) float in[TN_NT_CHUNK_BYTES / 4], res[TN_NT_CHUNK_BYTES / 4];
+    _Alignas(64) uint16_t buf[TN_NT_CHUNK_BYTES / 4];
+    for (int64_t i = 0; i < n;) {
+        int64_t m = tn_nontemporal_chunk(o + i * es, es, n - i);
+        if (m > TN_NT_CHUNK_BYTES / 4) m = TN_NT_CHUNK_BYTES / 4;
+        const char *from = x + i * xs * es;
+        int ok = t == TN_DTYPE_F32 ? k->unary_f32(op, m, res, 1, (const float *)from, xs)
+                                   : (k->widen_half(t, m, in, 1, (const uint16_t *)from, xs),
+                                      k->unary_f32(op, m, res, 1, in, 1));
+        if (!ok) return 0;
+        stream_out(k, t, m, o + i * es, buf, res);
+        i += m;
+    }
+    return 1;
+}
+
+static int binary_row_nontemporal(const tn_kernel_table *k, tn_binary_op op, tn_dtype t, int64_t n,
+                                  char *o, const char *a, int64_t as, const char *b, int64_t bs,
+                                  float alpha) {
+    int32_t es = tn_dtype_size(t);
+    _Alignas(64) float ia[TN_NT_CHUNK_BYTES / 4], ib[TN_NT_CHUNK_BYTES / 4], res[TN_NT_CHUNK_BYTES / 4];
+    _Alignas(64) uint16_t buf[TN_NT_CHUNK_BYTES / 4];
+    for (int64_t i = 0; i < n;) {
+        int64_t m = tn_nontemporal_chunk(o + i * es, es, n - i);
+        if (m > TN_NT_CHUNK_BYTES / 4) m = TN_NT_CHUNK_BYTES / 4;
+        const char *fa = a + i * as * es, *fb = b + i * bs * es;
+        int ok;
+        if (t == TN_DTYPE_F32) {
+            ok = k->binary_f32(op, m, res, 1, (const float *)fa, as, (const float *)fb, bs, alpha);
+        } else {
+            k->widen_half(t, m, ia, 1, (const uint16_t *)fa, as);
+            k->widen_half(t, m, ib, 1, (const uint16_t *)fb, bs);
+            ok = k->binary_f32(op, m, res, 1, ia, 1, ib, 1, alpha);
+        }
+        if (!ok) return 0;
+        stream_out(k, t, m, o + i * es, buf, res);
+        i += m;
+    }
+    return 1;
+}
+
 /* ---- unary ---- */
 
 tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor *in,
@@ -268,11 +343,14 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
     int32_t oes = tn_dtype_size(out->dtype), xes = tn_dtype_size(in->dtype);
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == in->dtype && in->dtype == compute;
+    int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_unary(op) &&
+             tn_nontemporal(tn_tensor_numel(out) * oes);
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
         char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
         const char *x = (const char *)in->data + (tn_walk_row_offset(&w, 1, r) + e0 * xs) * xes;
+        if (nt && unary_row_nontemporal(k, op, compute, n, o, x, xs)) continue;
         if (same && compute == TN_DTYPE_F32 && k->unary_f32(op, n, (float *)o, os, (const float *)x, xs))
             continue;
         if (same && is_half(compute)) {
@@ -291,6 +369,7 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
             tn_store(o + i * os * oes, out->dtype, v);
         }
     }
+    if (nt) tn_nontemporal_fence();
     return TN_STATUS_OK;
 }
 
@@ -313,12 +392,15 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT) al.f = round_to_half(compute, al.f);
     float alpha_f = al.kind == TN_SCALAR_KIND_FLOAT ? (float)al.f : (float)al.i;
     int zero_div = 0;
+    int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_binary(op) &&
+             tn_nontemporal(tn_tensor_numel(out) * oes);
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
         char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
         const char *pa = (const char *)a->data + (tn_walk_row_offset(&w, 1, r) + e0 * as) * aes;
         const char *pb = (const char *)b->data + (tn_walk_row_offset(&w, 2, r) + e0 * bs) * bes;
+        if (nt && binary_row_nontemporal(k, op, compute, n, o, pa, as, pb, bs, alpha_f)) continue;
         if (same && compute == TN_DTYPE_F32 &&
             k->binary_f32(op, n, (float *)o, os, (const float *)pa, as, (const float *)pb, bs, alpha_f))
             continue;
@@ -341,5 +423,6 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             tn_store(o + i * os * oes, out->dtype, v);
         }
     }
+    if (nt) tn_nontemporal_fence();
     return zero_div ? TN_STATUS_INVALID_ARGUMENT : TN_STATUS_OK;
 }

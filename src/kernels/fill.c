@@ -1,9 +1,12 @@
 /* dst[...] = scalar, converted once to dst's dtype and then replicated: contiguous rows by
- * memset (a zero, or one-byte elements) or a typed loop, strided rows element by element. */
+ * memset (a zero, or one-byte elements) or a typed loop, strided rows element by element.
+ * A large output with contiguous rows is copied non-temporally from a line-aligned buffer of
+ * the value (nontemporal.h). */
 #include <stdint.h>
 #include <string.h>
 
 #include "elem.h"
+#include "nontemporal.h"
 #include "strided.h"
 #include "tn/kernels.h"
 
@@ -30,9 +33,19 @@ void tn_kernel_fill(const tn_tensor *dst, const tn_scalar *value, int32_t ith, i
     memcpy(&v2, bytes, sizeof v2);
     memcpy(&v4, bytes, sizeof v4);
     memcpy(&v8, bytes, sizeof v8);
+    int nt = step == 1 && tn_nontemporal(tn_tensor_numel(dst) * es);
+    _Alignas(64) unsigned char pattern[TN_NT_CHUNK_BYTES];
+    if (nt)
+        for (int32_t b = 0; b < TN_NT_CHUNK_BYTES; b += es) memcpy(pattern + b, bytes, (size_t)es);
     for (int64_t r = first; r < last; r++) {
         char *d = (char *)dst->data + (tn_walk_row_offset(&w, 0, r) + e0 * step) * es;
-        if (step == 1 && (zero || es == 1)) {
+        if (nt) {
+            for (int64_t i = 0; i < n;) {
+                int64_t m = tn_nontemporal_chunk(d + i * es, es, n - i);
+                tn_copy_nontemporal(d + i * es, pattern, m * es);
+                i += m;
+            }
+        } else if (step == 1 && (zero || es == 1)) {
             memset(d, bytes[0], (size_t)(n * es));
         } else if (step == 1 && es == 2) {
             for (int64_t i = 0; i < n; i++) memcpy(d + 2 * i, &v2, 2);
@@ -44,4 +57,5 @@ void tn_kernel_fill(const tn_tensor *dst, const tn_scalar *value, int32_t ith, i
             for (int64_t i = 0; i < n; i++) memcpy(d + i * step * es, bytes, (size_t)es);
         }
     }
+    if (nt) tn_nontemporal_fence();
 }

@@ -1,6 +1,8 @@
-/* Runs every C unit test; prints "N passed, N failed" and exits non-zero on any failure. */
+/* Runs every C unit test (or those whose name contains argv[1]); prints "N passed, N failed"
+ * and exits non-zero on any failure. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "tn/tn.h"
@@ -15,6 +17,7 @@ int tn_test_failures;
     X(test_half_conversions)     \
     X(test_copy_kernel)          \
     X(test_fill_kernel)          \
+    X(test_nontemporal_stores)   \
     X(test_philox_known_answers) \
     X(test_random_kernels)       \
     X(test_adam_kernel)          \
@@ -64,7 +67,7 @@ int tn_test_failures;
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)
 
-int main(void) {
+int main(int argc, char **argv) {
     /* Four small devices so the allocator tests hit their capacity quickly. */
     tn_runtime_desc desc = {.num_cores = 4, .memory_per_core = 64ull << 20};
     if (tn_runtime_init(&desc) != TN_STATUS_OK) {
@@ -74,6 +77,7 @@ int main(void) {
     int passed = 0, failed = 0;
 #define RUN(name)                                         \
     do {                                                  \
+        if (argc > 1 && !strstr(#name, argv[1])) break;   \
         int before = tn_test_failures;                    \
         name();                                           \
         if (tn_test_failures == before) {                 \

@@ -103,6 +103,7 @@ PYBIND11_MODULE(_C, m) {
     auto s = torch_neuronx::ops::packed_weights_stats();
     return py::make_tuple(s.tracked, s.packed, s.bytes);
   });
+  m.def("_nontemporal_min_bytes", [] { return tn_nontemporal_min_bytes(); });
   m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : ""); });
   m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });
   m.def("_default_generator", [](int d) {
