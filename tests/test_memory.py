@@ -116,3 +116,45 @@ def test_neuron_ls_shows_other_processes():
     finally:
         holder.stdin.close()
         holder.wait(30)
+
+
+HUGE_PAGES_SCRIPT = """
+import torch, torch_neuronx
+x = torch.ones(8 << 20, device="neuron")  # 32 MiB: one block of its own
+small = torch.ones(1000, device="neuron")
+torch.neuron.synchronize()
+
+def mapping(address):
+    fields, inside = {}, False
+    for line in open("/proc/self/smaps"):
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(v, 16) for v in head.split("-"))
+            inside = lo <= address < hi
+        elif inside:
+            fields[head.rstrip(":")] = line.split()[1]
+    return fields
+
+print(x.data_ptr() % (2 << 20), mapping(x.data_ptr()).get("THPeligible"),
+      mapping(small.data_ptr()).get("THPeligible"))
+"""
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_large_blocks_ask_for_huge_pages(setting):
+    """Blocks of 2 MiB and more start on a 2 MiB boundary and are advised to use transparent
+    huge pages (the kernel marks the mapping eligible); TN_HUGE_PAGES=0 leaves them out."""
+    try:
+        mode = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        pytest.skip("this kernel has no transparent huge pages")
+    if "[never]" in mode:
+        pytest.skip("transparent huge pages are turned off on this machine")
+    r = run_python(HUGE_PAGES_SCRIPT, env={"TN_HUGE_PAGES": setting})
+    assert r.returncode == 0, r.stderr[-2000:]
+    offset, large, small = r.stdout.split()
+    assert offset == "0"
+    if "[madvise]" in mode:
+        assert (large, small) == (setting, "0")
+    else:  # [always]: every mapping is eligible
+        assert large == "1"

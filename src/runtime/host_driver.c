@@ -6,7 +6,7 @@
  * through a large tensor then misses the TLB once per 2 MiB instead of once per 4 KiB. In a
  * virtual machine a miss walks two page tables, and reading 256 MB ran at half the memory
  * bandwidth with 4 KiB pages. Where the kernel does not offer huge pages the advice is
- * ignored. */
+ * ignored; TN_HUGE_PAGES=0 turns it off. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +20,17 @@
 
 static uint64_t round_up(uint64_t n, uint64_t m) { return (n + m - 1) / m * m; }
 
+static int huge_pages(void) {
+    static int on = -1; /* read once; devices may allocate from several threads */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *env = getenv("TN_HUGE_PAGES");
+        v = !(env && strcmp(env, "0") == 0);
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 /* A mapping of `size` bytes starting on a huge-page boundary: map one huge page more, then
  * unmap what lies before the boundary and after the end. */
 static void *map_huge(uint64_t size) {
@@ -32,7 +43,7 @@ static void *map_huge(uint64_t size) {
     uint64_t after = (uint64_t)(p + len + HUGE_PAGE - (start + len));
     if (after) munmap(start + len, (size_t)after);
 #ifdef MADV_HUGEPAGE
-    madvise(start, (size_t)len, MADV_HUGEPAGE);
+    if (huge_pages()) madvise(start, (size_t)len, MADV_HUGEPAGE);
 #endif
     return start;
 }
