@@ -14,6 +14,7 @@
 #error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
 #endif
 #include "attention_impl.h"
+#include "vec16.h"
 
 /* Scores of query row (b, h, i) against keys j0 .. j0+n into s. Contiguous float32 or bfloat16
  * keys without a bias go four at a time: four independent sums share each load of q. */
@@ -42,14 +43,6 @@
     }
 #define TN_AS_FLOAT(v) (v)
 
-/* Sixteen floats as one vector (an AVX-512 register; two or four on the other ISAs), and a
- * load of one from any float address. Helpers take vectors by pointer: passing them by value
- * would depend on the ISA's calling convention. */
-typedef float tn_v16 __attribute__((vector_size(64)));
-typedef float tn_v16u __attribute__((vector_size(64), aligned(4), may_alias));
-typedef float tn_v8 __attribute__((vector_size(32)));
-typedef float tn_v4 __attribute__((vector_size(16)));
-#define LOAD16(p) (*(const tn_v16u *)(const void *)(p))
 
 static inline float sum16(const tn_v16 *x) {
     tn_v8 h = __builtin_shufflevector(*x, *x, 0, 1, 2, 3, 4, 5, 6, 7) +

@@ -1,9 +1,12 @@
 /* The float32 row kernels for one ISA variant. The Makefile compiles this file once per ISA
  * (rows_ref.o, rows_avx2.o, rows_avx512.o), each with its own flags and TN_ROWS_ISA set to
  * the variant's name, which names the install function. */
+#include <string.h>
+
 #include "half.h"
 #include "rows_f32.h"
 #include "table.h"
+#include "vec16.h"
 
 #ifndef TN_ROWS_ISA
 #error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
@@ -130,14 +133,21 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
  * the rest and the tail, then a tree in double. No serial chain of adds and little folding:
  * on rows of 1000 elements the old chain of 16 double adds took a third of the time. */
 static double sum_f32(int64_t n, const float *x) {
-    float wide[64] = {0}, part[16];
+    tn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int l = 0; l < 64; l++) wide[l] += x[i + l];
-    for (int l = 0; l < 16; l++) part[l] = (wide[l] + wide[l + 16]) + (wide[l + 32] + wide[l + 48]);
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) part[l] += x[i + l];
-    for (int64_t l = 0; i + l < n; l++) part[l] += x[i + l];
+    for (; i + 64 <= n; i += 64) {
+        a0 += LOAD16(x + i);
+        a1 += LOAD16(x + i + 16);
+        a2 += LOAD16(x + i + 32);
+        a3 += LOAD16(x + i + 48);
+    }
+    tn_v16 part = (a0 + a1) + (a2 + a3);
+    for (; i + 16 <= n; i += 16) part += LOAD16(x + i);
+    if (i < n) { /* the tail into the first lanes */
+        float tail[16] = {0};
+        memcpy(tail, x + i, (size_t)(n - i) * sizeof(float));
+        part += LOAD16(tail);
+    }
     double d[8];
     for (int l = 0; l < 8; l++) d[l] = (double)part[l] + (double)part[l + 8];
     for (int l = 0; l < 4; l++) d[l] += d[l + 4];
