@@ -46,6 +46,10 @@ CASES = {
     "scale": ((1, 1, 4, 8), (1, 1, 4, 8), dict(scale=0.3)),
     # language-model head size: several query tiles and key blocks on the GEMM micro-kernel
     "llm_heads": ((1, 4, 100, 64), (1, 2, 150, 64), dict(is_causal=True, enable_gqa=True)),
+    # 3 kv heads (SmolLM2's) or 1 on 2 threads: the backward's threads share a group's query
+    # heads and add their key and value gradients from slots
+    "shared_groups": ((1, 9, 40, 16), (1, 3, 40, 16), dict(is_causal=True, enable_gqa=True)),
+    "one_kv_head": ((1, 4, 64, 16), (1, 1, 70, 16), dict(is_causal=True, enable_gqa=True)),
     # query tiles (96 rows) and key blocks with a mask, and left padding in a query tile
     "additive_mask_tiles": ((1, 2, 100, 32), (1, 2, 100, 32), dict(mask=torch.randn(1, 1, 100, 100))),
     "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),

@@ -35,15 +35,29 @@ typedef struct tn_attention {
     /* backward only: grad_out (like out); dq, dk, dv contiguous float32 of q's, k's, v's shapes */
     tn_tensor grad_out;
     float *dq, *dk, *dv;
+    /* backward, for callers of the kernel (the launch makes its own): `slots` slots of
+     * tn_attention_backward_slot_floats(a) floats and a group number each, set to -1. With
+     * them the threads split query heads instead of whole (batch, kv head) groups, and a group
+     * whose heads two threads share leaves its key and value gradients in slots, which
+     * tn_kernel_attention_backward_finish adds up. NULL: whole groups. */
+    float *slot_dkv;
+    int64_t *slot_group;
+    int32_t slots;
 } tn_attention;
 
 tn_status tn_attention_forward_async(tn_stream_t stream, const char *name, const tn_attention *a);
 tn_status tn_attention_backward_async(tn_stream_t stream, const char *name, const tn_attention *a);
-/* One thread's share: forward rows (B*Hq*L) / backward (batch, kv head) groups. scratch holds
- * tn_attention_scratch_floats(a) floats. */
+/* One thread's share: forward rows (B*Hq*L) / backward (batch, kv head) groups, or query
+ * heads with slots. scratch holds tn_attention_scratch_floats(a) floats. */
 int64_t tn_attention_scratch_floats(const tn_attention *a);
 void tn_kernel_attention_forward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth);
 void tn_kernel_attention_backward(const tn_attention *a, float *scratch, int32_t ith, int32_t nth);
+/* The slots the backward needs for nth threads to share groups (0: they never need to: every
+ * thread takes whole groups), the floats of one, and the sum of the shared groups' slots into
+ * dk and dv once every slice has run. */
+int32_t tn_attention_backward_slots(const tn_attention *a, int32_t nth);
+int64_t tn_attention_backward_slot_floats(const tn_attention *a);
+void tn_kernel_attention_backward_finish(const tn_attention *a);
 #ifdef __cplusplus
 }
 #endif

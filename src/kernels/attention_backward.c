@@ -2,7 +2,11 @@
  *
  * Query tiles of at least ROWS_BELOW rows take the tiled backward below, on the ISA's GEMM
  * micro-kernel; fewer rows (the backward of a decode-sized call) take a per-row loop of dot
- * products. Both give each thread whole (batch, kv head) groups. */
+ * products, which gives each thread whole (batch, kv head) groups. The tiled backward does
+ * too, unless the launch gave it slots: then threads split the query heads evenly, and a
+ * group whose heads two threads share leaves each thread's key and value gradients in a slot
+ * (tn_kernel_attention_backward_finish adds them up). With 3 kv heads on 2 threads (SmolLM2 at
+ * batch 1), whole groups gave one thread twice the other's work. */
 #ifndef TN_ROWS_ISA
 #error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
 #endif
@@ -129,8 +133,37 @@ static void a_panels(float *dst, const float *x, int64_t m, int64_t k, int64_t m
             for (int64_t r = 0; r < mr; r++) dst[jp * k * mr + i * mr + r] = x[(jp * mr + r) * QB + i];
 }
 
+/* The part of group g = u / group (u a flat b * Hq + h) a thread takes from query head u up
+ * to `last`: heads [h0, h1) of the group, and where their dK and dV go: the gradients when the
+ * part is the whole group, else the thread's slot `which` (0 for its first part, 1 for its
+ * last), tagged with the group. */
+typedef struct bwd_part {
+    int64_t g, h0, h1, next;
+    float *dk, *dv;
+} bwd_part;
+
+static bwd_part group_part(const tn_attention *a, int32_t ith, int64_t u, int64_t last, int which) {
+    int64_t group = a->q.sizes[1] / a->k.sizes[1], S = a->k.sizes[2], E = a->q.sizes[3], Ev = a->v.sizes[3];
+    bwd_part p;
+    p.g = u / group;
+    int64_t start = p.g * group;
+    p.next = start + group < last ? start + group : last;
+    p.h0 = u - start;
+    p.h1 = p.next - start;
+    if (p.h0 == 0 && p.h1 == group) {
+        p.dk = a->dk + p.g * S * E;
+        p.dv = a->dv + p.g * S * Ev;
+    } else {
+        int64_t slot = 2 * (int64_t)ith + which;
+        p.dk = a->slot_dkv + slot * tn_attention_backward_slot_floats(a);
+        p.dv = p.dk + S * E;
+        a->slot_group[slot] = p.g;
+    }
+    return p;
+}
+
 /* The tiled backward (FlashAttention-2's order): each thread owns whole (batch, kv head)
- * groups, so dK and dV accumulate without atomics. Per query tile of a head it walks the key
+ * groups or parts of them (above), so dK and dV accumulate without atomics. Per query tile of a head it walks the key
  * blocks and runs five small GEMMs on the micro-kernel, with P recomputed from the saved
  * log-sum-exp:
  *   S^T = K (scale Q)^T,  P = exp(S - lse)        (masks and causality as the forward)
@@ -147,10 +180,17 @@ static void backward_tiles(const tn_kernel_table *k, const tn_attention *a, floa
     const int drop = a->dropout_p > 0;
     const uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
     bwd_scratch t = carve_bwd(a, scratch, nr);
-    int64_t first, last;
-    tn_slice(B * Hkv, ith, nth, &first, &last);
-    for (int64_t g = first; g < last; g++) {
-        int64_t b = g / Hkv, hk = g % Hkv;
+    int64_t first, last; /* flat query heads b * Hq + h */
+    if (a->slot_dkv && a->slots >= 2 * nth) {
+        tn_slice(B * Hq, ith, nth, &first, &last);
+    } else {
+        tn_slice(B * Hkv, ith, nth, &first, &last);
+        first *= group, last *= group;
+    }
+    for (int64_t u = first; u < last;) {
+        bwd_part part = group_part(a, ith, u, last, u != first);
+        u = part.next;
+        int64_t b = part.g / Hkv, hk = part.g % Hkv;
         for (int64_t j0 = 0; j0 < Sp; j0 += mr) {
             int64_t count = panel_rows(S, j0, mr);
             rows_to_panel(t.ka + j0 * E, t.rows, &a->k, b, hk, j0, count, mr, E, 1.0f);
@@ -159,7 +199,7 @@ static void backward_tiles(const tn_kernel_table *k, const tn_attention *a, floa
         rows_to_column_panels(t.kb, t.rows, &a->k, b, hk, 0, S, Sp, Sp * nr, E, nr, 1.0f);
         memset(t.dka, 0, sizeof(float) * (size_t)(Sp * Ep));
         memset(t.dva, 0, sizeof(float) * (size_t)(Sp * Evp));
-        for (int64_t h = hk * group; h < (hk + 1) * group; h++)
+        for (int64_t h = hk * group + part.h0; h < hk * group + part.h1; h++)
             for (int64_t tile = 0; tile < tiles; tile++) {
                 int64_t i0 = tile * tq, nq = L - i0 < tq ? L - i0 : tq; /* > 0 */
                 int64_t cols = round_up(nq, nr), rows = round_up(nq, mr), width = cols > rows ? cols : rows;
@@ -247,10 +287,9 @@ static void backward_tiles(const tn_kernel_table *k, const tn_attention *a, floa
                     for (int64_t e = 0; e < E; e++) dq[e] = scale * t.dqa[i * Ep + e];
                 }
             }
-        float *dk = a->dk + (b * Hkv + hk) * S * E, *dv = a->dv + (b * Hkv + hk) * S * Ev;
         for (int64_t j = 0; j < S; j++) {
-            memcpy(dk + j * E, t.dka + j * Ep, sizeof(float) * (size_t)E);
-            memcpy(dv + j * Ev, t.dva + j * Evp, sizeof(float) * (size_t)Ev);
+            memcpy(part.dk + j * E, t.dka + j * Ep, sizeof(float) * (size_t)E);
+            memcpy(part.dv + j * Ev, t.dva + j * Evp, sizeof(float) * (size_t)Ev);
         }
     }
 }

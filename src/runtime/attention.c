@@ -1,5 +1,7 @@
 /* Launching fused attention on a stream: forward rows and backward (batch, kv head) groups
- * split across the kernel thread pool, each thread with its own scratch rows. */
+ * (or query heads, with slots for the groups threads share) split across the kernel thread
+ * pool, each thread with its own scratch rows. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -27,9 +29,22 @@ static void attention_slice(void *p, int32_t ith, int32_t nth) {
 
 static tn_status run_attention(void *p) {
     attention_task *t = p;
-    const tn_attention *a = &t->a;
+    tn_attention *a = &t->a;
     int64_t work = a->q.sizes[0] * a->q.sizes[1] * a->q.sizes[2] * a->k.sizes[2] * a->q.sizes[3];
+    int32_t slots = t->backward ? tn_attention_backward_slots(a, tn_parallel_threads()) : 0;
+    if (slots) { /* without them the threads take whole groups: slower, still right */
+        a->slot_dkv = malloc(sizeof(float) * (size_t)(slots * tn_attention_backward_slot_floats(a)));
+        a->slot_group = malloc(sizeof(int64_t) * (size_t)slots);
+        if (a->slot_dkv && a->slot_group) {
+            a->slots = slots;
+            for (int32_t s = 0; s < slots; s++) a->slot_group[s] = -1;
+        }
+    }
     tn_parallel_run(attention_slice, t, work);
+    if (a->slots) tn_kernel_attention_backward_finish(a);
+    free(a->slot_dkv);
+    free(a->slot_group);
+    a->slot_dkv = NULL, a->slot_group = NULL, a->slots = 0;
     return t->failed ? tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for attention rows") : TN_STATUS_OK;
 }
 
@@ -63,6 +78,7 @@ static tn_status launch(tn_stream_t stream, const char *name, const tn_attention
     if (tn_tensor_numel(&a->q) == 0 && tn_tensor_numel(&a->k) == 0) return TN_STATUS_OK;
     if (a->dropout_p > 0) tn_capture_refuse("attention dropout (a replay would repeat its mask)");
     attention_task t = {*a, backward, 0};
+    t.a.slot_dkv = NULL, t.a.slot_group = NULL, t.a.slots = 0; /* the task's own, made when it runs */
     return tn_stream_launch(stream, name ? name : "attention", run_attention, &t, sizeof t);
 }
 

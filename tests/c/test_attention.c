@@ -52,6 +52,33 @@ static double reference(const float *q, const float *k, const float *v, const fl
     return total;
 }
 
+/* With slots, 2 and 3 threads split the group's 2 query heads: the thread of each head leaves
+ * its dK and dV in a slot, the finish adds them, and the gradients equal one thread's. */
+static void check_shared_group(const tn_kernel_table *kt, tn_attention *a, float *scratch, float *const grads[3],
+                               const int counts[3]) {
+    static float alone[3][HQ * L * E];
+    for (int p = 0; p < 3; p++) memcpy(alone[p], grads[p], sizeof(float) * (size_t)counts[p]);
+    for (int32_t nth = 2; nth <= 3; nth++) {
+        int32_t slots = tn_attention_backward_slots(a, nth);
+        CHECK(slots == 2 * nth);
+        float *dkv = malloc(sizeof(float) * (size_t)(slots * tn_attention_backward_slot_floats(a)));
+        int64_t groups[6];
+        for (int32_t s = 0; s < slots; s++) groups[s] = -1;
+        a->slot_dkv = dkv, a->slot_group = groups, a->slots = slots;
+        for (int p = 0; p < 3; p++) memset(grads[p], 0, sizeof(float) * (size_t)counts[p]);
+        for (int32_t t = 0; t < nth; t++) kt->attention_backward(kt, a, scratch, t, nth);
+        int used = 0;
+        for (int32_t s = 0; s < slots; s++) used += groups[s] == 0;
+        CHECK(used == 2); /* the one group, in two threads' slots */
+        tn_kernel_attention_backward_finish(a);
+        for (int p = 0; p < 3; p++)
+            for (int i = 0; i < counts[p]; i++) CHECK(fabsf(grads[p][i] - alone[p][i]) <= 1e-5f + 1e-5f * fabsf(alone[p][i]));
+        a->slot_dkv = NULL, a->slot_group = NULL, a->slots = 0;
+        free(dkv);
+    }
+    CHECK(tn_attention_backward_slots(a, 1) == 0);
+}
+
 static void check_attention(double dropout_p) {
     static float q[HQ * L * E], k[S * E], v[S * E], bias[L * S], out[HQ * L * E], want[HQ * L * E], w[HQ * L * E];
     float lse[HQ * L];
@@ -101,6 +128,7 @@ static void check_attention(double dropout_p) {
         a.dk = dk;
         a.dv = dv;
         kt->attention_backward(kt, &a, scratch, 0, 1);
+        check_shared_group(kt, &a, scratch, grads, counts);
         for (int p = 0; p < 3; p++)
             for (int i = 0; i < counts[p]; i += 7) {
                 float keep = params[p][i];
