@@ -113,6 +113,7 @@ def test_dynamic_shapes_refused():
 SCRIPT = """
 import torch, torch_neuronx
 from torch_neuronx.compiler import get_dynamo_metrics
+torch.manual_seed(0)
 f = torch.compile(lambda x, y: torch.tanh(x * y + 3.0) - y, backend="neuron", dynamic=False)
 x, y = torch.randn(16, 40), torch.randn(40)
 torch.testing.assert_close(f(x.to("neuron"), y.to("neuron")).cpu(), torch.tanh(x * y + 3.0) - y)
