@@ -13,6 +13,23 @@ def best(fn, repeat):
     return t_best
 
 
+def best_pair(fn_a, fn_b, repeat):
+    """The fastest of `repeat` timed calls of each of two functions, called alternately (after
+    one warm-up call each), in seconds: on a machine whose memory bandwidth drifts, both sides
+    then see the same conditions and their ratio is steadier than from two separate runs."""
+    fn_a()
+    fn_b()
+    t_a = t_b = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn_a()
+        t_a = min(t_a, time.perf_counter() - t)
+        t = time.perf_counter()
+        fn_b()
+        t_b = min(t_b, time.perf_counter() - t)
+    return t_a, t_b
+
+
 def copy_bandwidth(repeat=10, mib=256):
     """Bytes read + written per second by a large CPU tensor copy (best of `repeat`): the
     machine's memory bandwidth, the ceiling of memory-bound work on a software device."""

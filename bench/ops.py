@@ -6,14 +6,15 @@ For each op and size (millions of float32 elements): effective GB/s (bytes read 
 second) on neuron and on the CPU with the same threads, their ratio, and neuron as a fraction
 of the measured copy bandwidth (a software device's ceiling). neuron is timed as a device:
 a block of launches (about 256M elements' worth, so that threads still spin-waiting after the
-previous measurement do not weigh), then one synchronize; the CPU runs the same block. One launch per synchronize measures the round trip instead (dispatch.py).
+previous measurement do not weigh), then one synchronize; the CPU runs the same block. The two
+blocks alternate, best of --repeat each, so that both see the same drift of the machine. One launch per synchronize measures the round trip instead (dispatch.py).
 """
 import argparse
 import os
 
 import torch
 
-from common import best
+from common import best_pair
 
 
 
@@ -58,8 +59,7 @@ def main():
                 for _ in range(launches):
                     fn(xc, yc)
 
-            t_dev = best(run_dev, args.repeat) / launches
-            t_cpu = best(run_cpu, args.repeat) / launches
+            t_dev, t_cpu = (t / launches for t in best_pair(run_dev, run_cpu, args.repeat))
             gb = n * 4 * words / 1e9
             bw_dev, bw_cpu = gb / t_dev, gb / t_cpu
             if name == "copy":
