@@ -159,10 +159,17 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
         s.nred == 1 && s.red_in[0] == 1) {
         /* float32 sums of contiguous rows (x.sum(-1), mean, norms): no per-element dispatch */
         double (*sum)(int64_t, const float *) = tn_kernels()->sum_f32;
+        float *o_data = out->data;
+        const float *i_data = in->data;
+        if (s.nkept == 1) { /* rows of a matrix: offsets without a division per row */
+            for (int64_t o = first; o < last; o++)
+                o_data[o * s.kept_out[0]] = (float)(sum(s.nreduce, i_data + o * s.kept_in[0]) * scale);
+            return;
+        }
         for (int64_t o = first; o < last; o++) {
             int64_t off_out, off_idx, off_in;
             output_offsets(&s, o, &off_out, &off_idx, &off_in);
-            ((float *)out->data)[off_out] = (float)(sum(s.nreduce, (const float *)in->data + off_in) * scale);
+            o_data[off_out] = (float)(sum(s.nreduce, i_data + off_in) * scale);
         }
         return;
     }
