@@ -1,10 +1,11 @@
 """Fused attention: neuron's C kernel vs PyTorch's CPU scaled_dot_product_attention, one run.
 
-    python bench/attention.py [--repeat 5]
+    python bench/attention.py [--repeat 20]
 
 Language-model shapes (batch 1, 8 heads of 64): a causal prefill of L tokens and a decode
 step (one query against S cached keys; also SmolLM2's 9 query heads on 3 kv heads), forward only, float32 and bfloat16; ms per call and
-the ratio. Then a training step with dropout (forward and backward, float32): the fused
+the ratio. Then a training step with dropout (forward and backward, float32; 8 heads, and
+SmolLM2's 9 query heads on 3 kv heads at batch 1, whose backward threads share a group): the fused
 kernel, neuron's math path (matmul, softmax, dropout, matmul) and the CPU. neuron is timed as
 a device: launch, then synchronize.
 """
@@ -21,7 +22,7 @@ F = torch.nn.functional
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=20)
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'case':>22} {'dtype':>9}  {'neuron ms':>9} {'cpu ms':>8}  {'cpu/neuron':>10}")
@@ -38,20 +39,22 @@ def main():
             t_cpu = best(lambda: F.scaled_dot_product_attention(q, k, v, **kw), args.repeat)
             print(f"{name:>22} {str(dtype)[6:]:>9}  {t_dev * 1e3:>9.2f} {t_cpu * 1e3:>8.2f}  {t_cpu / t_dev:>9.2f}x")
     print(f"\n{'train, dropout 0.1':>22} {'fused ms':>9} {'math ms':>8} {'cpu ms':>8}  {'cpu/fused':>9} {'math/fused':>10}")
-    for l in (128, 512):
-        leaves = [torch.randn(1, 8, l, 64, requires_grad=True) for _ in range(3)]
+    for label, l, hq, hkv in (("causal L=S=128", 128, 8, 8), ("causal L=S=512", 512, 8, 8),
+                              ("9/3 heads L=S=512", 512, 9, 3)):
+        leaves = [torch.randn(1, h, l, 64, requires_grad=True) for h in (hq, hkv, hkv)]
         dev = [t.detach().to("neuron").requires_grad_() for t in leaves]
 
         def step(tensors, backend, sync):
             with sdpa_kernel(backend):
-                F.scaled_dot_product_attention(*tensors, dropout_p=0.1, is_causal=True).sum().backward()
+                F.scaled_dot_product_attention(*tensors, dropout_p=0.1, is_causal=True,
+                                               enable_gqa=hq != hkv).sum().backward()
             if sync:
                 torch.neuron.synchronize()
 
         t_fused = best(lambda: step(dev, SDPBackend.OVERRIDEABLE, True), args.repeat)
         t_math = best(lambda: step(dev, SDPBackend.MATH, True), args.repeat)
         t_cpu = best(lambda: step(leaves, SDPBackend.MATH, False), args.repeat)
-        print(f"{f'causal L=S={l}':>22} {t_fused * 1e3:>9.2f} {t_math * 1e3:>8.2f} {t_cpu * 1e3:>8.2f}  "
+        print(f"{label:>22} {t_fused * 1e3:>9.2f} {t_math * 1e3:>8.2f} {t_cpu * 1e3:>8.2f}  "
               f"{t_cpu / t_fused:>8.2f}x {t_math / t_fused:>9.2f}x")
 
 
