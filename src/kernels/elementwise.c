@@ -262,7 +262,7 @@ static tn_value binary_value(tn_binary_op op, tn_value a, tn_value b, const tn_s
 
 /* Ops cheap enough to be bound by memory on large tensors: the only ones non-temporal stores
  * speed up. A transcendental op (exp, silu, gelu) is bound by its arithmetic at about the
- * speed memory delivers, and the chunk's extra pass made them 8-36% slower. */
+ * speed memory delivers, and the chunk's extra pass made it 8-36% slower. */
 static int cheap_unary(tn_unary_op op) {
     return op == TN_UNARY_NEG || op == TN_UNARY_ABS || op == TN_UNARY_RELU ||
            op == TN_UNARY_RECIPROCAL || op == TN_UNARY_SQRT || op == TN_UNARY_RSQRT;
