@@ -275,57 +275,42 @@ static int cheap_binary(tn_binary_op op) {
            op == TN_BINARY_TANH_BACKWARD;
 }
 
-/* Streams m results (float32) to o as the output's dtype t, narrowing through buf. */
-static void stream_out(const tn_kernel_table *k, tn_dtype t, int64_t m, char *o, uint16_t *buf,
-                       const float *res) {
-    if (t == TN_DTYPE_F32) {
-        tn_copy_nontemporal(o, res, m * (int64_t)sizeof(float));
-        return;
-    }
-    k->narrow_half(t, m, buf, 1, res, 1);
-    tn_copy_nontemporal(o, buf, m * 2);
-}
+/* One row's op for the non-temporal path: a unary op of a, or a binary op of a and b. */
+typedef struct nt_op {
+    int binary;
+    tn_unary_op unary;
+    tn_binary_op op;
+    float alpha;
+} nt_op;
 
-/* Returns 0, having written nothing, when the op has no float32 row. */
-static int unary_row_nontemporal(const tn_kernel_table *k, tn_unary_op op, tn_dtype t, int64_t n,
-                                 char *o, const char *x, int64_t xs) {
+/* The op over a contiguous output row of n elements of t (float32 or a half type), computed
+ * in chunks into L1 (halves widened first) and streamed out. Returns 0, having written
+ * nothing, when the op has no float32 row. */
+static int row_nontemporal(const tn_kernel_table *k, const nt_op *f, tn_dtype t, int64_t n, char *o,
+                           const char *a, int64_t as, const char *b, int64_t bs) {
+    enum { FLOATS = TN_NT_CHUNK_BYTES / 4 };
     int32_t es = tn_dtype_size(t);
-    _Alignas(64) float in[TN_NT_CHUNK_BYTES / 4], res[TN_NT_CHUNK_BYTES / 4];
-    _Alignas(64) uint16_t buf[TN_NT_CHUNK_BYTES / 4];
+    _Alignas(64) float ia[FLOATS], ib[FLOATS], res[FLOATS];
+    _Alignas(64) uint16_t narrow[FLOATS];
     for (int64_t i = 0; i < n;) {
         int64_t m = tn_nontemporal_chunk(o + i * es, es, n - i);
-        if (m > TN_NT_CHUNK_BYTES / 4) m = TN_NT_CHUNK_BYTES / 4;
-        const char *from = x + i * xs * es;
-        int ok = t == TN_DTYPE_F32 ? k->unary_f32(op, m, res, 1, (const float *)from, xs)
-                                   : (k->widen_half(t, m, in, 1, (const uint16_t *)from, xs),
-                                      k->unary_f32(op, m, res, 1, in, 1));
-        if (!ok) return 0;
-        stream_out(k, t, m, o + i * es, buf, res);
-        i += m;
-    }
-    return 1;
-}
-
-static int binary_row_nontemporal(const tn_kernel_table *k, tn_binary_op op, tn_dtype t, int64_t n,
-                                  char *o, const char *a, int64_t as, const char *b, int64_t bs,
-                                  float alpha) {
-    int32_t es = tn_dtype_size(t);
-    _Alignas(64) float ia[TN_NT_CHUNK_BYTES / 4], ib[TN_NT_CHUNK_BYTES / 4], res[TN_NT_CHUNK_BYTES / 4];
-    _Alignas(64) uint16_t buf[TN_NT_CHUNK_BYTES / 4];
-    for (int64_t i = 0; i < n;) {
-        int64_t m = tn_nontemporal_chunk(o + i * es, es, n - i);
-        if (m > TN_NT_CHUNK_BYTES / 4) m = TN_NT_CHUNK_BYTES / 4;
-        const char *fa = a + i * as * es, *fb = b + i * bs * es;
-        int ok;
-        if (t == TN_DTYPE_F32) {
-            ok = k->binary_f32(op, m, res, 1, (const float *)fa, as, (const float *)fb, bs, alpha);
-        } else {
-            k->widen_half(t, m, ia, 1, (const uint16_t *)fa, as);
-            k->widen_half(t, m, ib, 1, (const uint16_t *)fb, bs);
-            ok = k->binary_f32(op, m, res, 1, ia, 1, ib, 1, alpha);
+        if (m > FLOATS) m = FLOATS;
+        const float *x = (const float *)(a + i * as * es), *y = (const float *)(b + i * bs * es);
+        int64_t xs = as, ys = bs;
+        if (t != TN_DTYPE_F32) {
+            k->widen_half(t, m, ia, 1, (const uint16_t *)x, as);
+            if (f->binary) k->widen_half(t, m, ib, 1, (const uint16_t *)y, bs);
+            x = ia, y = ib, xs = ys = 1;
         }
+        int ok = f->binary ? k->binary_f32(f->op, m, res, 1, x, xs, y, ys, f->alpha)
+                           : k->unary_f32(f->unary, m, res, 1, x, xs);
         if (!ok) return 0;
-        stream_out(k, t, m, o + i * es, buf, res);
+        if (t == TN_DTYPE_F32) {
+            tn_copy_nontemporal(o + i * es, res, m * es);
+        } else {
+            k->narrow_half(t, m, narrow, 1, res, 1);
+            tn_copy_nontemporal(o + i * es, narrow, m * es);
+        }
         i += m;
     }
     return 1;
@@ -345,12 +330,13 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
     int same = out->dtype == in->dtype && in->dtype == compute;
     int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_unary(op) &&
              tn_nontemporal(tn_tensor_numel(out) * oes);
+    const nt_op f = {0, op, TN_BINARY_ADD, 0.0f};
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
         char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
         const char *x = (const char *)in->data + (tn_walk_row_offset(&w, 1, r) + e0 * xs) * xes;
-        if (nt && unary_row_nontemporal(k, op, compute, n, o, x, xs)) continue;
+        if (nt && row_nontemporal(k, &f, compute, n, o, x, xs, x, 0)) continue;
         if (same && compute == TN_DTYPE_F32 && k->unary_f32(op, n, (float *)o, os, (const float *)x, xs))
             continue;
         if (same && is_half(compute)) {
@@ -394,13 +380,14 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     int zero_div = 0;
     int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_binary(op) &&
              tn_nontemporal(tn_tensor_numel(out) * oes);
+    const nt_op f = {1, TN_UNARY_NEG, op, alpha_f};
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
         char *o = (char *)out->data + (tn_walk_row_offset(&w, 0, r) + e0 * os) * oes;
         const char *pa = (const char *)a->data + (tn_walk_row_offset(&w, 1, r) + e0 * as) * aes;
         const char *pb = (const char *)b->data + (tn_walk_row_offset(&w, 2, r) + e0 * bs) * bes;
-        if (nt && binary_row_nontemporal(k, op, compute, n, o, pa, as, pb, bs, alpha_f)) continue;
+        if (nt && row_nontemporal(k, &f, compute, n, o, pa, as, pb, bs)) continue;
         if (same && compute == TN_DTYPE_F32 &&
             k->binary_f32(op, n, (float *)o, os, (const float *)pa, as, (const float *)pb, bs, alpha_f))
             continue;

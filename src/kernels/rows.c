@@ -83,6 +83,14 @@ static void narrow_half(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const fl
     (t == TN_DTYPE_BF16 ? f32_to_bf16 : f32_to_f16)(n, d, ds, s, ss);
 }
 
+/* The sum of 16 float partial sums as a tree in double. */
+static double fold16(const float p[16]) {
+    double d[8];
+    for (int l = 0; l < 8; l++) d[l] = (double)p[l] + (double)p[l + 8];
+    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
+    return (d[0] + d[2]) + (d[1] + d[3]);
+}
+
 /* Three passes (max, exponentials and their sum, scale), each vectorized. The maximum runs
  * in 64 lanes (four independent vector chains: max's latency would otherwise bound the pass),
  * the sum in 16 (the exponentials bound that pass); tails go into the lanes and the lanes fold
@@ -115,10 +123,7 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
             for (int l = 0; l < 16; l++) s16[l] += y[i + l] = tn_expf(x[i + l] - mx);
         for (int64_t l = 0; i + l < n; l++) s16[l] += y[i + l] = tn_expf(x[i + l] - mx);
     }
-    double d[8];
-    for (int l = 0; l < 8; l++) d[l] = (double)s16[l] + (double)s16[l + 8];
-    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
-    double sum = (d[0] + d[2]) + (d[1] + d[3]);
+    double sum = fold16(s16);
     if (log) {
         float shift = mx + (float)logf((float)sum);
         for (int64_t j = 0; j < n; j++) y[j] = x[j] - shift;
@@ -148,10 +153,9 @@ static double sum_f32(int64_t n, const float *x) {
         memcpy(tail, x + i, (size_t)(n - i) * sizeof(float));
         part += LOAD16(tail);
     }
-    double d[8];
-    for (int l = 0; l < 8; l++) d[l] = (double)part[l] + (double)part[l + 8];
-    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
-    return (d[0] + d[2]) + (d[1] + d[3]);
+    float lanes[16];
+    memcpy(lanes, &part, sizeof lanes);
+    return fold16(lanes);
 }
 
 /* The backward of softmax (out = y * (g - sum(g * y))) or log_softmax (out = g - exp(y) *
