@@ -44,13 +44,6 @@
 #define TN_AS_FLOAT(v) (v)
 
 
-static inline float sum16(const tn_v16 *x) {
-    tn_v8 h = __builtin_shufflevector(*x, *x, 0, 1, 2, 3, 4, 5, 6, 7) +
-              __builtin_shufflevector(*x, *x, 8, 9, 10, 11, 12, 13, 14, 15);
-    tn_v4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
-    return (q[0] + q[2]) + (q[1] + q[3]);
-}
-
 enum { MAX_CHUNKS = 16 }; /* head dimensions up to 256 take the vector paths below */
 
 /* Contiguous float32 keys, a head dimension of whole 16-float chunks: q stays in registers and
@@ -58,22 +51,23 @@ enum { MAX_CHUNKS = 16 }; /* head dimensions up to 256 take the vector paths bel
 static void scores_f32(const float *qf, const float *k, int64_t ks, int64_t E, int64_t n, float *s) {
     tn_v16 qv[MAX_CHUNKS];
     int64_t chunks = E / 16, j = 0;
-    for (int64_t c = 0; c < chunks; c++) qv[c] = LOAD16(qf + 16 * c);
+    for (int64_t c = 0; c < chunks; c++) qv[c] = v16_load(qf + 16 * c);
     for (; j + 4 <= n; j += 4) {
         const float *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
-        tn_v16 a0 = qv[0] * LOAD16(k0), a1 = qv[0] * LOAD16(k1), a2 = qv[0] * LOAD16(k2), a3 = qv[0] * LOAD16(k3);
+        tn_v16 a0 = v16_mul(qv[0], v16_load(k0)), a1 = v16_mul(qv[0], v16_load(k1)),
+               a2 = v16_mul(qv[0], v16_load(k2)), a3 = v16_mul(qv[0], v16_load(k3));
         for (int64_t c = 1; c < chunks; c++) {
-            a0 += qv[c] * LOAD16(k0 + 16 * c);
-            a1 += qv[c] * LOAD16(k1 + 16 * c);
-            a2 += qv[c] * LOAD16(k2 + 16 * c);
-            a3 += qv[c] * LOAD16(k3 + 16 * c);
+            a0 = v16_mul_add(a0, qv[c], v16_load(k0 + 16 * c));
+            a1 = v16_mul_add(a1, qv[c], v16_load(k1 + 16 * c));
+            a2 = v16_mul_add(a2, qv[c], v16_load(k2 + 16 * c));
+            a3 = v16_mul_add(a3, qv[c], v16_load(k3 + 16 * c));
         }
-        s[j] = sum16(&a0), s[j + 1] = sum16(&a1), s[j + 2] = sum16(&a2), s[j + 3] = sum16(&a3);
+        s[j] = v16_sum(a0), s[j + 1] = v16_sum(a1), s[j + 2] = v16_sum(a2), s[j + 3] = v16_sum(a3);
     }
     for (; j < n; j++) {
-        tn_v16 a0 = qv[0] * LOAD16(k + j * ks);
-        for (int64_t c = 1; c < chunks; c++) a0 += qv[c] * LOAD16(k + j * ks + 16 * c);
-        s[j] = sum16(&a0);
+        tn_v16 a0 = v16_mul(qv[0], v16_load(k + j * ks));
+        for (int64_t c = 1; c < chunks; c++) a0 = v16_mul_add(a0, qv[c], v16_load(k + j * ks + 16 * c));
+        s[j] = v16_sum(a0);
     }
 }
 
@@ -110,18 +104,17 @@ static void values(const tn_attention *a, float *acc, const float *s, int64_t b,
          * four sums so that the adds' latency overlaps */
         const float *v = (const float *)a->v.data + row_off(&a->v, b, hk, j0);
         for (int64_t c = 0; c < Ev; c += 16) {
-            tn_v16 s0 = LOAD16(acc + c), s1 = {0}, s2 = {0}, s3 = {0};
+            tn_v16 s0 = v16_load(acc + c), s1 = v16_zero(), s2 = s1, s3 = s1;
             int64_t k = 0;
             for (; k + 4 <= n; k += 4) {
                 const float *vk = v + k * vs + c;
-                s0 += s[k] * LOAD16(vk);
-                s1 += s[k + 1] * LOAD16(vk + vs);
-                s2 += s[k + 2] * LOAD16(vk + 2 * vs);
-                s3 += s[k + 3] * LOAD16(vk + 3 * vs);
+                s0 = v16_scale_add(s0, s[k], v16_load(vk));
+                s1 = v16_scale_add(s1, s[k + 1], v16_load(vk + vs));
+                s2 = v16_scale_add(s2, s[k + 2], v16_load(vk + 2 * vs));
+                s3 = v16_scale_add(s3, s[k + 3], v16_load(vk + 3 * vs));
             }
-            for (; k < n; k++) s0 += s[k] * LOAD16(v + k * vs + c);
-            tn_v16 sum = (s0 + s1) + (s2 + s3);
-            memcpy(acc + c, &sum, sizeof sum);
+            for (; k < n; k++) s0 = v16_scale_add(s0, s[k], v16_load(v + k * vs + c));
+            v16_store(acc + c, v16_add(v16_add(s0, s1), v16_add(s2, s3)));
         }
         return;
     }

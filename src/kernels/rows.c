@@ -138,23 +138,23 @@ static void softmax_f32(int64_t n, const float *x, float *restrict y, int log) {
  * the rest and the tail, then a tree in double. No serial chain of adds and little folding:
  * on rows of 1000 elements the old chain of 16 double adds took a third of the time. */
 static double sum_f32(int64_t n, const float *x) {
-    tn_v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    tn_v16 a0 = v16_zero(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        a0 += LOAD16(x + i);
-        a1 += LOAD16(x + i + 16);
-        a2 += LOAD16(x + i + 32);
-        a3 += LOAD16(x + i + 48);
+        a0 = v16_add(a0, v16_load(x + i));
+        a1 = v16_add(a1, v16_load(x + i + 16));
+        a2 = v16_add(a2, v16_load(x + i + 32));
+        a3 = v16_add(a3, v16_load(x + i + 48));
     }
-    tn_v16 part = (a0 + a1) + (a2 + a3);
-    for (; i + 16 <= n; i += 16) part += LOAD16(x + i);
+    tn_v16 part = v16_add(v16_add(a0, a1), v16_add(a2, a3));
+    for (; i + 16 <= n; i += 16) part = v16_add(part, v16_load(x + i));
     if (i < n) { /* the tail into the first lanes */
         float tail[16] = {0};
         memcpy(tail, x + i, (size_t)(n - i) * sizeof(float));
-        part += LOAD16(tail);
+        part = v16_add(part, v16_load(tail));
     }
     float lanes[16];
-    memcpy(lanes, &part, sizeof lanes);
+    v16_store(lanes, part);
     return fold16(lanes);
 }
 
