@@ -44,29 +44,28 @@
 #define TN_AS_FLOAT(v) (v)
 
 
-enum { MAX_CHUNKS = 16 }; /* head dimensions up to 256 take the vector paths below */
-
-/* Contiguous float32 keys, a head dimension of whole 16-float chunks: q stays in registers and
- * each key is one vector dot product, four keys at a time. */
+/* Contiguous float32 keys, a head dimension of whole 16-float chunks: each key is one vector
+ * dot product, four keys at a time, each chunk of q loaded once for the four (keeping all of q
+ * in registers left none for the sums on AVX2). */
 static void scores_f32(const float *qf, const float *k, int64_t ks, int64_t E, int64_t n, float *s) {
-    tn_v16 qv[MAX_CHUNKS];
     int64_t chunks = E / 16, j = 0;
-    for (int64_t c = 0; c < chunks; c++) qv[c] = v16_load(qf + 16 * c);
     for (; j + 4 <= n; j += 4) {
         const float *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
-        tn_v16 a0 = v16_mul(qv[0], v16_load(k0)), a1 = v16_mul(qv[0], v16_load(k1)),
-               a2 = v16_mul(qv[0], v16_load(k2)), a3 = v16_mul(qv[0], v16_load(k3));
+        tn_v16 q = v16_load(qf);
+        tn_v16 a0 = v16_mul(q, v16_load(k0)), a1 = v16_mul(q, v16_load(k1)),
+               a2 = v16_mul(q, v16_load(k2)), a3 = v16_mul(q, v16_load(k3));
         for (int64_t c = 1; c < chunks; c++) {
-            a0 = v16_mul_add(a0, qv[c], v16_load(k0 + 16 * c));
-            a1 = v16_mul_add(a1, qv[c], v16_load(k1 + 16 * c));
-            a2 = v16_mul_add(a2, qv[c], v16_load(k2 + 16 * c));
-            a3 = v16_mul_add(a3, qv[c], v16_load(k3 + 16 * c));
+            q = v16_load(qf + 16 * c);
+            a0 = v16_mul_add(a0, q, v16_load(k0 + 16 * c));
+            a1 = v16_mul_add(a1, q, v16_load(k1 + 16 * c));
+            a2 = v16_mul_add(a2, q, v16_load(k2 + 16 * c));
+            a3 = v16_mul_add(a3, q, v16_load(k3 + 16 * c));
         }
-        s[j] = v16_sum(a0), s[j + 1] = v16_sum(a1), s[j + 2] = v16_sum(a2), s[j + 3] = v16_sum(a3);
+        v16_sum4(a0, a1, a2, a3, s + j);
     }
     for (; j < n; j++) {
-        tn_v16 a0 = v16_mul(qv[0], v16_load(k + j * ks));
-        for (int64_t c = 1; c < chunks; c++) a0 = v16_mul_add(a0, qv[c], v16_load(k + j * ks + 16 * c));
+        tn_v16 a0 = v16_mul(v16_load(qf), v16_load(k + j * ks));
+        for (int64_t c = 1; c < chunks; c++) a0 = v16_mul_add(a0, v16_load(qf + 16 * c), v16_load(k + j * ks + 16 * c));
         s[j] = v16_sum(a0);
     }
 }
@@ -74,7 +73,7 @@ static void scores_f32(const float *qf, const float *k, int64_t ks, int64_t E, i
 static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i, int64_t j0,
                    int64_t n, float *s) {
     int64_t E = a->q.sizes[3], ks = a->k.strides[2], j = 0;
-    if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32 && E % 16 == 0 && E <= 16 * MAX_CHUNKS) {
+    if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32 && E % 16 == 0) {
         scores_f32(qf, (const float *)a->k.data + row_off(&a->k, b, hk, j0), ks, E, n, s);
         return;
     }
