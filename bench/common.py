@@ -13,17 +13,24 @@ def best(fn, repeat):
     return t_best
 
 
-def best_pair(fn_a, fn_b, repeat):
+def best_pair(fn_a, fn_b, repeat, settle=0.02):
     """The fastest of `repeat` timed calls of each of two functions, called alternately (after
     one warm-up call each), in seconds: on a machine whose memory bandwidth drifts, both sides
-    then see the same conditions and their ratio is steadier than from two separate runs."""
+    then see the same conditions and their ratio is steadier than from two separate runs.
+
+    Each timed call starts after `settle` seconds of sleep, so that neither side's idle threads
+    are still spinning on the cores when the other side starts: PyTorch's OpenMP workers spin
+    for milliseconds after a parallel region (libgomp's GOMP_SPINCOUNT), which took a core from
+    the first launches of a neuron block that followed a CPU block."""
     fn_a()
     fn_b()
     t_a = t_b = float("inf")
     for _ in range(repeat):
+        time.sleep(settle)
         t = time.perf_counter()
         fn_a()
         t_a = min(t_a, time.perf_counter() - t)
+        time.sleep(settle)
         t = time.perf_counter()
         fn_b()
         t_b = min(t_b, time.perf_counter() - t)
