@@ -12,6 +12,9 @@ def _autoload():
     `import torch_neuronx` first also works (torch then finds this module half-imported)."""
 
 
+import atexit  # noqa: E402
+import os  # noqa: E402
+
 import torch  # noqa: E402
 
 from . import _C  # noqa: E402
@@ -34,6 +37,29 @@ def _register():
 
 
 _register()
+
+
+def _drain_autograd_threads():
+    """At exit, while Python is still whole: lets PyTorch's autograd threads of the neuron
+    devices finish cleaning up after the last backward pass, which otherwise may take the GIL
+    during finalization and abort the process (csrc/runtime/AutogradExit.cpp). Only when such a
+    thread exists, that is, when a backward pass ran on neuron in this process."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read())
+        except OSError:  # the thread ended meanwhile
+            pass
+    if not any(n.startswith("pt_autograd_") for n in names) or _C._is_in_bad_fork():
+        return
+    try:
+        _C._drain_autograd_threads()
+    except RuntimeError:
+        pass  # a device already in error: its error was reported where it happened
+
+
+atexit.register(_drain_autograd_threads)
 
 
 def get_executed_ops():

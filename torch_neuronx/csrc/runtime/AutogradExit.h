@@ -1,0 +1,10 @@
+#pragma once
+
+namespace torch_neuronx {
+
+// Waits until PyTorch's autograd thread of every neuron device has finished the work of the
+// backward passes run so far, cleanup included (see AutogradExit.cpp). Called at interpreter
+// exit; releases the GIL while it waits.
+void drain_autograd_threads();
+
+}  // namespace torch_neuronx
