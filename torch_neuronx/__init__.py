@@ -43,7 +43,8 @@ def _drain_autograd_threads():
     """At exit, while Python is still whole: lets PyTorch's autograd threads of the neuron
     devices finish cleaning up after the last backward pass, which otherwise may take the GIL
     during finalization and abort the process (csrc/runtime/AutogradExit.cpp). Only when such a
-    thread exists, that is, when a backward pass ran on neuron in this process."""
+    thread exists, that is, when a backward pass ran on neuron in this process; at most 10 s
+    (a backward still running in a daemon thread)."""
     names = []
     for task in os.listdir("/proc/self/task"):
         try:
@@ -51,12 +52,8 @@ def _drain_autograd_threads():
                 names.append(f.read())
         except OSError:  # the thread ended meanwhile
             pass
-    if not any(n.startswith("pt_autograd_") for n in names) or _C._is_in_bad_fork():
-        return
-    try:
-        _C._drain_autograd_threads()
-    except RuntimeError:
-        pass  # a device already in error: its error was reported where it happened
+    if any(n.startswith("pt_autograd_") for n in names) and not _C._is_in_bad_fork():
+        _C._drain_autograd_threads(timeout_seconds=10.0)
 
 
 atexit.register(_drain_autograd_threads)

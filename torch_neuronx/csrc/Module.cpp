@@ -106,7 +106,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_nontemporal_min_bytes", [] { return tn_nontemporal_min_bytes(); });
   m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : ""); });
-  m.def("_drain_autograd_threads", &torch_neuronx::drain_autograd_threads);
+  m.def("_drain_autograd_threads", &torch_neuronx::drain_autograd_threads, py::arg("timeout_seconds"));
   m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(default_generator_object(d));

@@ -18,16 +18,44 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
 #include "runtime/Functions.h"
 
 namespace torch_neuronx {
 
-void drain_autograd_threads() {
+namespace {
+struct Done {
+  std::mutex lock;
+  std::condition_variable cv;
+  bool done = false;
+};
+}  // namespace
+
+void drain_autograd_threads(double timeout_seconds) {
   pybind11::gil_scoped_release no_gil;
-  for (c10::DeviceIndex d = 0; d < device_count(); d++) {
-    at::Tensor x = at::ones({1}, at::TensorOptions().device(c10::DeviceType::PrivateUse1, d)).requires_grad_(true);
-    torch::autograd::backward({(x * 2.0).sum()});
-  }
+  // A thread of its own, so that a device thread that never gets to it (a backward still
+  // running in a daemon thread) delays the exit by the timeout, not forever.
+  auto state = std::make_shared<Done>();
+  std::thread([state] {
+    try {
+      for (c10::DeviceIndex d = 0; d < device_count(); d++) {
+        at::Tensor x = at::ones({1}, at::TensorOptions().device(c10::DeviceType::PrivateUse1, d)).requires_grad_(true);
+        torch::autograd::backward({(x * 2.0).sum()});
+      }
+    } catch (const std::exception&) {
+      // a device already in error: its error was reported where it happened
+    }
+    std::lock_guard<std::mutex> hold(state->lock);
+    state->done = true;
+    state->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> hold(state->lock);
+  state->cv.wait_for(hold, std::chrono::duration<double>(timeout_seconds), [&] { return state->done; });
 }
 
 }  // namespace torch_neuronx
