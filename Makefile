@@ -33,7 +33,7 @@ BF16_ONLY := gemm_bf16
 # it (x86 floating point does not trap; errno is never read). Not -ffast-math: results keep
 # IEEE semantics, NaN and infinities included.
 # -Wvector-operation-performance (an error with -Werror) catches a vector type wider than the
-# ISA, which GCC splits through the stack: tn_v16 on AVX2 once did, at a fifth of the speed.
+# ISA, which GCC splits through the stack: tn_v16 on AVX2 once did, at a seventh of the speed.
 ROW_FLAGS := -fno-trapping-math -fno-math-errno -Wvector-operation-performance
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c),\
           $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))

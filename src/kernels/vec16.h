@@ -3,7 +3,7 @@
  *
  * A tn_v16 is an array of the ISA's own vectors: one AVX-512 register, two AVX ones, four SSE
  * ones. (A single 64-byte vector type is what AVX-512 wants, but GCC lowers it on a narrower
- * ISA through the stack, a store and reloads per add: a row sum on AVX2 ran at a fifth of its
+ * ISA through the stack, a store and reloads per add: a row sum on AVX2 ran at a seventh of its
  * speed.) The helpers are inlined and walk the parts with constant bounds, so every part
  * stays in a register. */
 #ifndef TN_KERNELS_VEC16_H
