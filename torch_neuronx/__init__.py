@@ -39,20 +39,23 @@ def _register():
 _register()
 
 
+def _thread_names():
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                yield f.read()
+        except OSError:  # the thread ended meanwhile
+            pass
+
+
 def _drain_autograd_threads():
     """At exit, while Python is still whole: lets PyTorch's autograd threads of the neuron
     devices finish cleaning up after the last backward pass, which otherwise may take the GIL
     during finalization and abort the process (csrc/runtime/AutogradExit.cpp). Only when such a
-    thread exists, that is, when a backward pass ran on neuron in this process; at most 10 s
-    (a backward still running in a daemon thread)."""
-    names = []
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as f:
-                names.append(f.read())
-        except OSError:  # the thread ended meanwhile
-            pass
-    if any(n.startswith("pt_autograd_") for n in names) and not _C._is_in_bad_fork():
+    thread exists, that is, when a backward pass ran on neuron in this process (never in a
+    forked child: threads do not survive fork); at most 10 s (a backward still running in a
+    daemon thread)."""
+    if any(name.startswith("pt_autograd_") for name in _thread_names()):
         _C._drain_autograd_threads(timeout_seconds=10.0)
 
 
