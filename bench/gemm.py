@@ -4,6 +4,10 @@
 
 Shapes are language-model shapes: M in (1, 16, 128, 512), K and N in (576, 1536, 2048, 4096).
 Prints GFLOP/s for both and the ratio neuron/CPU (this machine is noisy: read the ratios).
+For M >= 16 the last column is neuron's GFLOP/s as a fraction of the FMA peak measured in the
+same run, before the table (every kernel thread running independent FMA chains:
+`_C._fma_peak_gflops`); the summary at the end reads each M against the larger of that peak
+and one measured after the table.
 At M=1 the product streams B once: the last column is neuron's B bytes per second as a
 fraction of the measured copy bandwidth (read + write bytes of a 256 MiB copy).
 neuron is timed as a device is: several launches back to back, then one synchronize.
@@ -17,7 +21,7 @@ import os
 
 import torch
 
-from common import best, copy_bandwidth
+from common import best_pair, copy_bandwidth
 
 
 
@@ -38,7 +42,11 @@ def main():
     bw = copy_bandwidth() if 1 in ms else None
     if bw:
         print(f"copy bandwidth: {bw / 1e9:.1f} GB/s")
-    print(f"{'dtype':>9} {'M':>5} {'K':>5} {'N':>5}  {'neuron GF/s':>11} {'cpu GF/s':>9}  ratio  B of bw")
+    peak_before = _C._fma_peak_gflops()
+    print(f"FMA peak ({torch.get_num_threads()} threads, measured): {peak_before:.1f} GFLOP/s")
+    print(f"{'dtype':>9} {'M':>5} {'K':>5} {'N':>5}  {'neuron GF/s':>11} {'cpu GF/s':>9}  ratio  "
+          f"B of bw / of peak")
+    rows = []
     for dname in args.dtypes.split(","):
         dtype = getattr(torch, dname)
         for m, k, n in itertools.product(ms, kns, kns):
@@ -56,13 +64,22 @@ def main():
                 for _ in range(launches):
                     torch.mm(a, b)
 
-            t_dev = best(run_dev, args.repeat) / launches
-            t_cpu = best(run_cpu, args.repeat) / launches
+            t_dev, t_cpu = best_pair(run_dev, run_cpu, args.repeat)
+            t_dev, t_cpu = t_dev / launches, t_cpu / launches
             flops = 2 * m * k * n
             g_dev, g_cpu = flops / t_dev / 1e9, flops / t_cpu / 1e9
             of_bw = f"{b.numel() * b.element_size() / t_dev / bw:8.0%}" if m == 1 else ""
             print(f"{dname:>9} {m:>5} {k:>5} {n:>5}  {g_dev:>11.1f} {g_cpu:>9.1f}  {g_dev / g_cpu:5.2f}x"
-                  f"{of_bw}")
+                  f"{of_bw}{'' if m == 1 else f'{g_dev / peak_before:8.0%}'}")
+            rows.append((dname, m, g_dev))
+    peak = max(peak_before, _C._fma_peak_gflops())
+    print(f"FMA peak after the table: {peak:.1f} GFLOP/s (the roof: the larger of the two)")
+    for dname in args.dtypes.split(","):
+        for m in ms:
+            of_peak = [g / peak for d, mm, g in rows if d == dname and mm == m]
+            if m > 1 and of_peak:
+                print(f"{dname} M={m}: {min(of_peak):.0%}-{max(of_peak):.0%} of the FMA peak, "
+                      f"median {sorted(of_peak)[len(of_peak) // 2]:.0%}")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,16 @@ int tn_gemm_half_c(const tn_gemm *g);
  * C must be float32 here unless tn_gemm_half_c(g) (the launch converts other output dtypes). */
 void tn_kernel_gemm(const tn_gemm *g, float *scratch, int32_t ith, int32_t nth);
 
+/* The FMA peak this machine reaches: every kernel thread runs independent chains of the active
+ * variant's widest fused multiply-add for about `seconds` (best of a few tries), with nothing
+ * else in the loop. GFLOP/s, counting a multiply-add as two operations. It measures what the
+ * cores give now (with their boost clock), which is the roof GEMM efficiency is read against.
+ * Call it while no stream is running kernels (the pool would be busy: one thread's peak). */
+double tn_fma_peak_gflops(double seconds);
+/* One thread's share: runs `iters` steps of the chains, returns the operations done; *sink
+ * receives a value of the chains (so that the work is used). */
+double tn_kernel_fma_burst(int64_t iters, float *sink);
+
 #ifdef __cplusplus
 }
 #endif

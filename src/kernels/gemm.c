@@ -19,7 +19,9 @@
 #include "half.h"
 #include "tn/kernels.h"
 
-enum { KC = 256, MC = 96, NC = 1024 };
+/* An A block (MC x KC floats, 144 KB) stays in a core's L2 while the micro-kernel walks the
+ * B panels; NC bounds the B block packed into scratch (a B already packed is not blocked). */
+enum { KC = 256, MC = 144, NC = 1024 };
 
 int64_t tn_gemm_scratch_floats(void) {
     /* A block, B block, an edge tile, and the float32 block of a half-precision C */
@@ -156,8 +158,10 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     int overwrite = g->beta == 0.0f && g->k > 0;
     if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
-    for (int64_t jc = j0; jc < j1; jc += NC) {
-        int64_t nc = j1 - jc < NC ? j1 - jc : NC;
+    /* B packed already: one column block, so each block of A is packed once */
+    const int64_t ncmax = g->b_packed ? j1 - j0 : NC;
+    for (int64_t jc = j0; jc < j1; jc += ncmax) {
+        int64_t nc = j1 - jc < ncmax ? j1 - jc : ncmax;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC;
             const float *bblock = bp;
@@ -545,7 +549,11 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
             int bf16 = bf16_path(g, k);
             int64_t mr = bf16 ? k->gemm_bf16_mr : k->gemm_mr, nr = bf16 ? k->gemm_bf16_nr : k->gemm_nr;
             int64_t i0 = 0, i1 = g->m, j0 = 0, j1 = g->n;
-            if (g->n >= g->m) { /* split columns, in whole micro-tiles */
+            /* Threads split columns (in whole micro-tiles) when each would otherwise pack the
+             * same B; with B packed already they split rows, so that no two pack the same A,
+             * unless the rows are too few to share evenly. */
+            int split_rows = g->n < g->m || (g->b_packed && g->m >= 8 * mr * nth);
+            if (!split_rows) {
                 tn_slice((g->n + nr - 1) / nr, ith, nth, &first, &last);
                 j0 = first * nr;
                 j1 = last * nr < g->n ? last * nr : g->n;
@@ -565,3 +573,5 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
         }
     }
 }
+
+double tn_kernel_fma_burst(int64_t iters, float *sink) { return tn_kernels()->fma_burst(iters, sink); }

@@ -25,6 +25,13 @@
 
 enum { MR = 6, NR = 32 };
 
+typedef __m512 peak_vec;
+#define PEAK_LANES 16
+#define PEAK_SET1 _mm512_set1_ps
+#define PEAK_FMA _mm512_fmadd_ps
+#define PEAK_ADD _mm512_add_ps
+#define PEAK_FIRST _mm512_cvtss_f32
+
 static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     __m512 acc[MR][2];
     for (int i = 0; i < MR; i++) {
@@ -65,6 +72,13 @@ static float dot(int64_t n, const float *x, const float *y) {
 #elif defined(__AVX2__) && defined(__FMA__)
 
 enum { MR = 6, NR = 16 };
+
+typedef __m256 peak_vec;
+#define PEAK_LANES 8
+#define PEAK_SET1 _mm256_set1_ps
+#define PEAK_FMA _mm256_fmadd_ps
+#define PEAK_ADD _mm256_add_ps
+#define PEAK_FIRST _mm256_cvtss_f32
 
 /* The twelve accumulators are named variables, not an array: GCC 12 kept an array of them in
  * registers but also stored ten of them to the stack on every step of the k loop, which
@@ -114,6 +128,13 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 enum { MR = 4, NR = 8 };
 
+typedef float peak_vec; /* no FMA instruction here: a multiply and an add */
+#define PEAK_LANES 1
+#define PEAK_SET1(v) (v)
+#define PEAK_FMA(x, m, a) ((x) * (m) + (a))
+#define PEAK_ADD(x, y) ((x) + (y))
+#define PEAK_FIRST(v) (v)
+
 static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     float acc[MR][NR] = {{0}};
     for (int64_t p = 0; p < kc; p++)
@@ -134,9 +155,31 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 #endif
 
+/* The FMA peak probe: twelve independent chains x = x * m + a, enough to keep two FMA pipes of
+ * four or five cycles' latency busy, and nothing else in the loop. m < 1 and a = 1 - m keep
+ * the values between 1 and their start. The chains are named variables for the reason given
+ * above. */
+#define PEAK_STEP(i) x##i = PEAK_FMA(x##i, m, a);
+#define PEAK_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+static double fma_burst(int64_t iters, float *sink) {
+    const peak_vec m = PEAK_SET1(0.9999999f), a = PEAK_SET1(1e-7f);
+    /* different starting values (1 + i / 16, drifting towards 1): equal chains would be one
+     * chain to the compiler */
+#define PEAK_START(i) peak_vec x##i = PEAK_SET1(1.0f + (float)(i) / 16);
+    PEAK_CHAINS(PEAK_START)
+    for (int64_t i = 0; i < iters; i++) { PEAK_CHAINS(PEAK_STEP) }
+    peak_vec s = PEAK_ADD(PEAK_ADD(PEAK_ADD(x0, x1), PEAK_ADD(x2, x3)),
+                          PEAK_ADD(PEAK_ADD(x4, x5), PEAK_ADD(x6, x7)));
+    s = PEAK_ADD(s, PEAK_ADD(PEAK_ADD(x8, x9), PEAK_ADD(x10, x11)));
+    *sink = PEAK_FIRST(s); /* the result is used, so the loop is not dropped */
+    return 2.0 * PEAK_LANES * 12 * (double)iters;
+}
+
 void TN_CONCAT(tn_gemm_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->gemm_mr = MR;
     t->gemm_nr = NR;
     t->gemm_ukernel = ukernel;
     t->dot_f32 = dot;
+    t->fma_burst = fma_burst;
 }

@@ -23,6 +23,9 @@ typedef struct tn_kernel_table {
     int32_t gemm_nr;
     /* add: c += the product; else c = the product (C is not read) */
     void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
+    /* `iters` steps of independent FMA chains in the widest vectors (the FMA peak probe);
+     * returns the floating-point operations done; *sink gets a value of the chains */
+    double (*fma_burst)(int64_t iters, float *sink);
     /* sum of x[i] * y[i] for i < n, contiguous float32 */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     /* the same over bfloat16 inputs, accumulated in float32 */

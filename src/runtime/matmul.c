@@ -1,7 +1,10 @@
 /* Launching GEMMs: output-dtype conversion around the float32 kernel, per-thread scratch,
  * and the split across the kernel thread pool. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../kernels/elem.h"
 #include "internal.h"
@@ -140,4 +143,43 @@ tn_status tn_gemm_pack_b_async(tn_stream_t stream, const tn_gemm *g, void *dst) 
     if (!dst) return tn_error(TN_STATUS_INVALID_ARGUMENT, "packing B into NULL");
     pack_task t = {*g, dst};
     return tn_stream_launch(stream, "gemm_pack_b", run_pack, &t, sizeof t);
+}
+
+typedef struct peak_task {
+    int64_t iters;
+    double ops[TN_MAX_THREADS];
+    float sink[TN_MAX_THREADS];
+} peak_task;
+
+static void peak_slice(void *p, int32_t ith, int32_t nth) {
+    (void)nth;
+    peak_task *t = p;
+    t->ops[ith] = tn_kernel_fma_burst(t->iters, &t->sink[ith]);
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double tn_fma_peak_gflops(double seconds) {
+    static peak_task t; /* a few KB; one measurement at a time is all a process needs */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    t.iters = 100000; /* about a millisecond: sizes the tries */
+    double start = seconds_now(), ops = tn_kernel_fma_burst(t.iters, &t.sink[0]);
+    double rate = ops / (seconds_now() - start + 1e-9), best = 0;
+    const int tries = 5;
+    t.iters = (int64_t)(rate * (seconds > 0 ? seconds : 0.1) / tries / ops * (double)t.iters) + 1;
+    for (int r = 0; r < tries; r++) {
+        memset(t.ops, 0, sizeof t.ops);
+        start = seconds_now();
+        tn_parallel_run(peak_slice, &t, INT64_MAX); /* every thread of the pool */
+        double elapsed = seconds_now() - start, total = 0;
+        for (int32_t i = 0; i < TN_MAX_THREADS; i++) total += t.ops[i];
+        if (total / elapsed > best) best = total / elapsed;
+    }
+    pthread_mutex_unlock(&lock);
+    return best / 1e9;
 }

@@ -42,6 +42,7 @@ int tn_test_failures;
     X(test_parallel_pool)        \
     X(test_elementwise_launch)   \
     X(test_gemm_every_isa)       \
+    X(test_gemm_fma_peak)        \
     X(test_gemm_launch_bf16_output) \
     X(test_gemm_integer)         \
     X(test_reductions)           \

@@ -143,6 +143,8 @@ void test_gemm_every_isa(void) {
         {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},  /* alpha, beta, odd k */
         {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* batch, n past a block */
         {1, 100, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* m, n and k past blocks */
+        {1, 200, 1100, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* m past MC: rows split when B is packed; n past NC */
+        {1, 200, 50, 300, 0, 1, 0.5f, 2.0f, TN_DTYPE_F32, 0},   /* the same with alpha, beta, two k blocks */
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
@@ -158,6 +160,25 @@ void test_gemm_every_isa(void) {
                         CHECK(0);
                     }
     }
+}
+
+/* The FMA peak probe: every variant counts its operations (12 chains of 1, 8 or 16 lanes, two
+ * operations per step), and its chains (x * m + a with a = 1 - m, started at 1 + i / 16) stay
+ * between 1 and their start, so their sum is in [12, 16.125]; the measured peak is a
+ * positive, finite rate. */
+void test_gemm_fma_peak(void) {
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        float sink = 0;
+        double ops = k->fma_burst(1000, &sink);
+        int lanes = (int)(ops / (2.0 * 12 * 1000));
+        CHECK(ops == 2.0 * 12 * 1000 * lanes);
+        CHECK(lanes == 1 || lanes == 8 || lanes == 16);
+        CHECK(sink >= 12.0f && sink <= 16.125f);
+    }
+    double peak = tn_fma_peak_gflops(0.02);
+    CHECK(peak > 0 && isfinite(peak));
 }
 
 void test_gemm_launch_bf16_output(void) {

@@ -106,6 +106,10 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_nontemporal_min_bytes", [] { return tn_nontemporal_min_bytes(); });
   m.def("_isa", [] { return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : ""); });
+  m.def("_fma_peak_gflops", [](double seconds) {  // the kernel threads' measured FMA peak
+    py::gil_scoped_release no_gil;
+    return tn_fma_peak_gflops(seconds);
+  }, py::arg("seconds") = 0.2);
   m.def("_drain_autograd_threads", &torch_neuronx::drain_autograd_threads, py::arg("timeout_seconds"));
   m.def("_launch_blocking", [] { return tn_runtime_launch_blocking() != 0; });
   m.def("_default_generator", [](int d) {
