@@ -4,6 +4,7 @@
 #   make            build/libtn.a
 #   make test-c     build and run tests/c under ASan + UBSan
 #   make check-headers   every public header compiles alone as C11 -pedantic -Werror
+#   make check-kernel-loops   no GEMM micro-kernel's FMA loop goes through the stack
 #
 # ISA-specific flags go on individual kernel files (ISA_FLAGS_* below), never globally (no
 # -march=native): the library runs on any x86-64 machine and picks its variant at run time.
@@ -46,7 +47,7 @@ OBJS := $(SRCS:%.c=build/rel/%.o) $(call ISA_OBJS,build/rel)
 SAN_OBJS := $(SRCS:%.c=build/san/%.o) $(call ISA_OBJS,build/san)
 TEST_BIN := build/san/tn_tests
 
-.PHONY: all test-c check-headers clean
+.PHONY: all test-c check-headers check-kernel-loops clean
 all: build/libtn.a
 
 # Rebuilt from scratch: `ar r` never drops members whose source file was removed.
@@ -87,7 +88,7 @@ build/san/%.o: %.c
 $(TEST_BIN): $(SAN_OBJS) $(TEST_SRCS:%.c=build/san/%.o)
 	$(CC) $(CFLAGS_SAN) $^ -o $@ -lm
 
-test-c: $(TEST_BIN) check-headers
+test-c: $(TEST_BIN) check-headers check-kernel-loops
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(TEST_BIN)
 
 check-headers:
@@ -96,6 +97,12 @@ check-headers:
 	    $(CC) -std=c11 -pedantic -Werror -Wall -Wextra -Iinclude -x c -fsyntax-only - \
 	    || { echo "header $$h does not compile alone as C11"; exit 1; }; \
 	done; echo "headers: $(words $(HEADERS)) compile alone as C11 -pedantic -Werror"
+
+# The release build's micro-kernels: their FMA loops keep every value in registers (GCC can
+# spill accumulators without a warning; see docs/kernels.md).
+UKERNEL_OBJS := $(ISAS:%=build/rel/src/kernels/gemm_ukernel_%.o) $(BF16_ONLY:%=build/rel/src/kernels/%_avx512bf16.o)
+check-kernel-loops: $(UKERNEL_OBJS)
+	python3 scripts/check_kernel_loops.py $^
 
 clean:
 	rm -rf build/rel build/san build/gen build/libtn.a
