@@ -101,6 +101,10 @@ static inline void store_row(float *row, __m256 lo, __m256 hi, int add) {
 static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    /* Four k steps per loop turn: with one, the loop's own instructions held the kernel to
+     * 75-80% of the FMA peak once A's panels came from L2 (126-154 against 163-173 GFLOP/s
+     * on two Zen 3 cores). */
+#pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
         __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), a;
         TN_ROW_FMA(0) TN_ROW_FMA(1) TN_ROW_FMA(2) TN_ROW_FMA(3) TN_ROW_FMA(4) TN_ROW_FMA(5)
