@@ -18,6 +18,7 @@ call, as for a product of two activations.
 import argparse
 import itertools
 import os
+import statistics
 import time
 
 import torch
@@ -86,7 +87,7 @@ def main():
             of_peak = [g / peak for d, mm, g in rows if d == dname and mm == m]
             if m > 1 and of_peak:
                 print(f"{dname} M={m}: {min(of_peak):.0%}-{max(of_peak):.0%} of the FMA peak, "
-                      f"median {sorted(of_peak)[len(of_peak) // 2]:.0%}")
+                      f"median {statistics.median(of_peak):.0%}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 /* Launching GEMMs: output-dtype conversion around the float32 kernel, per-thread scratch,
  * and the split across the kernel thread pool. */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,14 +163,12 @@ static double seconds_now(void) {
 }
 
 double tn_fma_peak_gflops(double seconds) {
-    static peak_task t; /* a few KB; one measurement at a time is all a process needs */
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
-    t.iters = 100000; /* about a millisecond: sizes the tries */
-    double start = seconds_now(), ops = tn_kernel_fma_burst(t.iters, &t.sink[0]);
-    double rate = ops / (seconds_now() - start + 1e-9), best = 0;
+    peak_task t = {.iters = 100000}; /* about a millisecond on one thread: sizes the tries */
+    double start = seconds_now();
+    tn_kernel_fma_burst(t.iters, &t.sink[0]);
     const int tries = 5;
-    t.iters = (int64_t)(rate * (seconds > 0 ? seconds : 0.1) / tries / ops * (double)t.iters) + 1;
+    double iters_per_second = (double)t.iters / (seconds_now() - start + 1e-9), best = 0;
+    t.iters = (int64_t)(iters_per_second * (seconds > 0 ? seconds : 0.1) / tries) + 1;
     for (int r = 0; r < tries; r++) {
         memset(t.ops, 0, sizeof t.ops);
         start = seconds_now();
@@ -180,6 +177,5 @@ double tn_fma_peak_gflops(double seconds) {
         for (int32_t i = 0; i < TN_MAX_THREADS; i++) total += t.ops[i];
         if (total / elapsed > best) best = total / elapsed;
     }
-    pthread_mutex_unlock(&lock);
     return best / 1e9;
 }
