@@ -17,28 +17,30 @@
 #endif
 
 /* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, n added to the exponent bits.
- * The clamp is written as max/min that send NaN to the lower bound (x86's maxps/minps keep
- * the second operand when either is NaN, as these selects do), so the reduction never sees a
- * NaN (its integer conversion would be undefined); the last select puts NaN back. */
+ * n = rint(x / ln 2) comes from adding 1.5 * 2^23 (the float's units then sit at mantissa bit
+ * 0, so t's low bits hold n and t - 1.5 * 2^23 is n exactly): no clamp, no float-to-int
+ * conversion. Outside [-87.34, 88.72] (and for NaN) those bits are garbage, and the two
+ * selects at the end replace the result: 0 below (results that would be subnormal flush to
+ * zero), x + inf above (inf, and NaN stays NaN). */
 static inline float tn_expf(float x) {
-    float xc = x > -87.33655f ? x : -87.33655f;
-    xc = xc < 88.72284f ? xc : 88.72284f;
-    float n = rintf(xc * 1.44269504f);
-    float r = TN_FMA(n, -0.693359375f, xc);
+    float t = TN_FMA(x, 1.44269504f, 12582912.0f);
+    float n = t - 12582912.0f;
+    float r = TN_FMA(n, -0.693359375f, x);
     r = TN_FMA(n, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = TN_FMA(p, r, 1.3981999507e-3f);
-    p = TN_FMA(p, r, 8.3334519073e-3f);
-    p = TN_FMA(p, r, 4.1665795894e-2f);
-    p = TN_FMA(p, r, 1.6666665459e-1f);
-    p = TN_FMA(p, r, 5.0000001201e-1f);
-    p = TN_FMA(p * r, r, r) + 1.0f;
-    /* p * 2^n by adding n to p's exponent bits: exact, and right for n = 128 too (x above
-     * 88.38), where a separate 2^n would not fit a float's exponent */
-    float y = tn_f32_from_bits(tn_f32_bits(p) + ((uint32_t)(int32_t)n << 23));
-    y = x > 88.72283f ? INFINITY : y;
+    /* e^r = 1 + r + r^2 q(r), q of degree 5 evaluated in pairs (Estrin): a shorter chain of
+     * dependent operations than Horner's, so more elements are in flight at once */
+    float r2 = r * r;
+    float q01 = TN_FMA(1.6666665459e-1f, r, 5.0000001201e-1f);
+    float q23 = TN_FMA(8.3334519073e-3f, r, 4.1665795894e-2f);
+    float q45 = TN_FMA(1.9875691500e-4f, r, 1.3981999507e-3f);
+    float q = TN_FMA(TN_FMA(q45, r2, q23), r2, q01);
+    float p = TN_FMA(q, r2, r) + 1.0f;
+    /* p * 2^n by adding n to p's exponent bits (n << 23 is t's bits << 23: the bits above n's
+     * shift out): exact, and right for n = 128 too (x above 88.38), where a separate 2^n
+     * would not fit a float's exponent */
+    float y = tn_f32_from_bits(tn_f32_bits(p) + (tn_f32_bits(t) << 23));
     y = x < -87.33654f ? 0.0f : y;
-    return x != x ? x : y;
+    return x <= 88.72283f ? y : x + INFINITY;
 }
 
 static inline float tn_sigmoidf(float x) { return 1.0f / (1.0f + tn_expf(-x)); }
@@ -54,9 +56,12 @@ static inline float tn_tanhf(float x) {
     return ax < 0.625f ? small : big;
 }
 
+/* 0.5 x (1 + tanh(u)) written as x / (1 + e^(-2u)), the same value (1 + tanh(u) = 2 / (1 +
+ * e^(-2u))): one exponential and one division, and no cancellation in 1 + tanh(u) for x < 0.
+ * Most of the error is the float rounding of u, which CPU kernels share. */
 static inline float tn_gelu_tanhf(float x) {
-    float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tn_tanhf(inner));
+    float u = 0.7978845608028654f * TN_FMA(0.044715f * x, x * x, x);
+    return x / (1.0f + tn_expf(-2.0f * u));
 }
 
 #endif

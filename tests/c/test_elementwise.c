@@ -16,7 +16,9 @@ static float inputs[N];
 
 static void fill_inputs(void) {
     const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 88.0f, -88.0f,
-                             100.0f, -100.0f, 1e-30f, -1e-30f, 0.5f, 0.625f, -0.625f, 1e-4f};
+                             100.0f, -100.0f, 1e-30f, -1e-30f, 0.5f, 0.625f, -0.625f, 1e-4f,
+                             /* either side of exp's overflow and underflow cut-offs */
+                             88.72283f, 88.7229f, -87.33654f, -87.3366f, 1e15f, -1e15f};
     size_t ns = sizeof special / sizeof special[0];
     uint32_t state = 12345;
     for (int i = 0; i < N; i++) {
