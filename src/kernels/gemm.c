@@ -79,26 +79,31 @@ static void pack_a(float *ap, const tn_matrix *a, const char *base, int64_t i0, 
 /* bp[(panel * kc + p) * nr + c] = B[p0 + p, j0 + panel*nr + c], zero past the edge. */
 static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, int64_t kc,
                    int64_t j0, int64_t nc, int32_t nr) {
+    if ((b->dtype == TN_DTYPE_F32 || b->dtype == TN_DTYPE_BF16) && b->col_stride == 1) {
+        /* row by row: each row of the block is one sequential run of reads, which the
+         * hardware prefetcher follows (panel by panel, each row gave one line to each panel:
+         * 7-17% of a whole product slower at M = 128, 5-8% at M = 512) */
+        int32_t es = tn_dtype_size(b->dtype);
+        for (int64_t p = 0; p < kc; p++) {
+            const char *row = base + ((p0 + p) * b->row_stride + j0) * es;
+            for (int64_t panel = 0; panel * nr < nc; panel++) {
+                float *dst = bp + (panel * kc + p) * nr;
+                int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
+                if (es == 4) {
+                    memcpy(dst, row + panel * nr * 4, (size_t)width * sizeof(float));
+                } else {
+                    const uint16_t *src = (const uint16_t *)row + panel * nr;
+                    for (int64_t c = 0; c < width; c++) dst[c] = tn_bf16_to_f32_inline(src[c]);
+                }
+                for (int64_t c = width; c < nr; c++) dst[c] = 0.0f;
+            }
+        }
+        return;
+    }
     for (int64_t panel = 0; panel * nr < nc; panel++) {
         float *dst = bp + panel * kc * nr;
         int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
         int64_t col0 = j0 + panel * nr;
-        if (b->dtype == TN_DTYPE_F32 && b->col_stride == 1) {
-            for (int64_t p = 0; p < kc; p++) {
-                const float *src = (const float *)base + (p0 + p) * b->row_stride + col0;
-                memcpy(dst + p * nr, src, (size_t)width * sizeof(float));
-                for (int64_t c = width; c < nr; c++) dst[p * nr + c] = 0.0f;
-            }
-            continue;
-        }
-        if (b->dtype == TN_DTYPE_BF16 && b->col_stride == 1) {
-            for (int64_t p = 0; p < kc; p++) {
-                const uint16_t *src = (const uint16_t *)base + (p0 + p) * b->row_stride + col0;
-                for (int64_t c = 0; c < width; c++) dst[p * nr + c] = tn_bf16_to_f32_inline(src[c]);
-                for (int64_t c = width; c < nr; c++) dst[p * nr + c] = 0.0f;
-            }
-            continue;
-        }
         for (int64_t c = 0; c < nr; c++) {
             if (c >= width) {
                 for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = 0.0f;
