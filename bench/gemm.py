@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from common import best_pair, copy_bandwidth
+from common import best, best_pair, copy_bandwidth
 
 
 
@@ -73,6 +73,8 @@ def main():
                     torch.mm(a, b)
 
             t_dev, t_cpu = best_pair(run_dev, run_cpu, repeat)
+            if slow:  # two samples are too few for neuron's side: give it the usual count
+                t_dev = min(t_dev, best(run_dev, args.repeat))
             t_dev, t_cpu = t_dev / launches, t_cpu / cpu_launches
             flops = 2 * m * k * n
             g_dev, g_cpu = flops / t_dev / 1e9, flops / t_cpu / 1e9
