@@ -297,3 +297,36 @@ def test_shared_values_stop_at_a_mutation():
     t = torch.ones(3, device="neuron")
     r1, r2, r3 = gm(t)
     assert r1 is r2 and torch.equal(r1.cpu(), torch.full((3,), 2.0)) and torch.equal(r3.cpu(), torch.full((3,), 4.0))
+
+
+def test_detached_values_stay_in_their_region(tmp_path):
+    """AOTAutograd detaches the values a forward saves for backward (a norm's rsqrt); such a
+    detach does not split the norm into two kernels: it reads the region's output after the
+    launch, and a reader of the detached value still closes the region before itself."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch_neuronx.compiler.fusion import find_regions, fuse
+    aten = torch.ops.aten
+
+    def norm(x, w):
+        r = aten.rsqrt(aten.add(aten.mean(aten.mul(x, x), [-1], True), 1e-6))
+        saved = aten.detach(r)
+        return aten.mul(aten.mul(x, r), w), saved
+
+    def norm_read_early(x, w):
+        r = aten.rsqrt(aten.add(aten.mean(aten.mul(x, x), [-1], True), 1e-6))
+        total = aten.sum(aten.detach(r))  # not fusable: ends the region here
+        return aten.mul(aten.mul(x, r), w), total
+
+    x, w = torch.randn(6, 40), torch.randn(40)
+    for fn, kernels in ((norm, 1), (norm_read_early, 2)):
+        gm = make_fx(fn, tracing_mode="fake")(x.to("neuron"), w.to("neuron"))
+        regions = find_regions(gm.graph)
+        assert [len(r.detached) for r in regions] == [1] + [0] * (len(regions) - 1)
+        stats = dict(fused_regions=0, fused_row_sums=0, kernel_builds=0, kernel_cache_hits=0)
+        fuse(gm, str(tmp_path), None, stats)
+        gm.graph.lint()
+        gm.recompile()
+        assert stats["fused_regions"] == kernels, (fn.__name__, stats)
+        got = gm(x.to("neuron"), w.to("neuron"))
+        for g, want in zip(got, fn(x, w)):
+            torch.testing.assert_close(g.cpu(), want, **TOL)

@@ -10,9 +10,10 @@ pointwise nodes of shape (..., 1) computed from row values join as row values to
 over each row). Nodes that do not read the region may sit between its members, so every input of a
 member comes before the region's last member and every outside reader after it: the kernel
 launch goes right after the last member. Values the rest of the graph reads become the
-region's outputs. Every other node (matrix products, attention, reductions,
-views, copies) stays an ATen call on neuron's native kernels. A region of a single op is left
-as that op: the eager kernel is the same loop.
+region's outputs. A detach of a member (AOTAutograd detaches the values it saves for
+backward) does not close the region: it moves after the launch. Every other node (matrix
+products, attention, reductions, views, copies) stays an ATen call on neuron's native
+kernels. A region of a single op is left as that op: the eager kernel is the same loop.
 """
 import operator
 
@@ -148,6 +149,7 @@ class Region:
         self.members = []       # FX nodes, in order
         self.member_set = set()
         self.row_values = set()  # members with one value per row (row sums and what they feed)
+        self.detached = []      # detaches of members met inside the region (moved after it)
 
     def add(self, node, row_value=False):
         self.members.append(node)
@@ -156,7 +158,7 @@ class Region:
             self.row_values.add(node)
 
     def reads(self, node):
-        return any(a in self.member_set for a in node.all_input_nodes)
+        return any(a in self.member_set or a in self.detached for a in node.all_input_nodes)
 
     def row_shape(self):
         return self.shape[:-1] + (1,) if self.shape and self.shape[-1] > 1 else None
@@ -186,6 +188,12 @@ def find_regions(graph):
                 open_ = Region(_val(node.args[0]).shape if reduction else _val(node).shape)
                 row_value = reduction
             open_.add(node, row_value)
+            continue
+        if open_ is not None and node.op == "call_function" and node.target == aten.detach.default \
+                and node.args[0] in open_.member_set:
+            # AOTAutograd detaches the values it saves for backward (a norm's rsqrt): the
+            # detach reads the region's output after its launch, and the region stays open
+            open_.detached.append(node)
             continue
         if open_ is not None and (open_.reads(node) or node.op == "output"):
             regions.append(open_)
@@ -279,6 +287,11 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
         for m, item in zip(outputs, items):
             item.meta["val"] = m.meta.get("val")
             m.replace_all_uses_with(item, delete_user_cb=lambda user: user is not call and user not in members)
+        last = call  # the getitems follow the call (in reverse order of creation)
+        while last.next in items:
+            last = last.next
+        for node in reversed(region.detached):  # each now reads an output: after the launch
+            last.append(node)
         for m in reversed(region.members):
             graph.erase_node(m)
     return gm
