@@ -330,3 +330,35 @@ def test_detached_values_stay_in_their_region(tmp_path):
         got = gm(x.to("neuron"), w.to("neuron"))
         for g, want in zip(got, fn(x, w)):
             torch.testing.assert_close(g.cpu(), want, **TOL)
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_kernels_build_in_parallel_or_one_by_one(workers, tmp_path, monkeypatch):
+    """TORCH_NEURONX_COMPILE_WORKERS kernels are built at once (threads, each running the C
+    compiler); the result and the count of builds and cache hits are the same either way."""
+    monkeypatch.setenv("TORCH_NEURONX_COMPILE_WORKERS", workers)
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path / workers))
+    cpu, dev = pair(Block)
+    x = torch.randn(8, 32)
+    compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+    xd = x.to("neuron").requires_grad_(True)
+    out = compiled(xd)
+    out.square().sum().backward()
+    xc = x.clone().requires_grad_(True)
+    ref = cpu(xc)
+    ref.square().sum().backward()
+    torch.testing.assert_close(out.cpu(), ref, **TOL)
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, **TOL)
+    m = get_dynamo_metrics()
+    built = len(list((tmp_path / workers).glob("*.so")))
+    assert built >= 3 and m["kernel_builds"] == built, (m, built)
+    assert m["kernel_builds"] + m["kernel_cache_hits"] == m["fused_regions"], m
+    assert not list((tmp_path / workers).glob("*.tmp")) and not list((tmp_path / workers).glob("*.log"))
+
+
+def test_compile_workers_must_be_a_number(monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_COMPILE_WORKERS", "many")
+    _, dev = pair(Block)
+    compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+    with pytest.raises(Exception, match="TORCH_NEURONX_COMPILE_WORKERS='many'"):
+        compiled(torch.randn(8, 32).to("neuron"))

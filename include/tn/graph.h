@@ -77,7 +77,8 @@ tn_status tn_graph_codegen(const tn_graph *g, char **source);
 
 /* Builds (or finds in cache_dir) and loads the region's kernel. *cache_hit tells which. The
  * compiler is $CC (default cc); a failed build reports the compiler's first error lines.
- * debug_dir: NULL, or a folder that receives a copy of the generated source. */
+ * debug_dir: NULL, or a folder that receives a copy of the generated source. Threads may
+ * build at the same time (each build has temporary files of its own). */
 tn_status tn_graph_compile(const tn_graph *g, const char *cache_dir, const char *debug_dir,
                            tn_fused_kernel **kernel, int *cache_hit);
 /* The kernel's cache key (16 hex digits) and the number of pointers a launch takes. */

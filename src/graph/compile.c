@@ -71,11 +71,19 @@ static int write_file(const char *path, const char *text) {
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* A number unique to this call in the process: with the process id it names the temporary
+ * files of a build, so that threads building kernels at the same time (or the same kernel)
+ * never share one. */
+static unsigned long next_build(void) {
+    static unsigned long seq;
+    return __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+}
+
 /* Runs the compiler on src into so_path (through a temporary name); the compiler's messages
  * land in `log`. */
-static tn_status build(const char *src, const char *so_path, const char *log) {
+static tn_status build(const char *src, const char *so_path, const char *log, unsigned long id) {
     char tmp[4200], cmd[13000];
-    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", so_path, (long)getpid()) >= (int)sizeof tmp ||
+    if (snprintf(tmp, sizeof tmp, "%s.%ld-%lu.tmp", so_path, (long)getpid(), id) >= (int)sizeof tmp ||
         snprintf(cmd, sizeof cmd, "%s " FLAGS " -o '%s' '%s' -lm > '%s' 2>&1", compiler(), tmp, src,
                  log) >= (int)sizeof cmd)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "kernel cache path too long: %s", so_path);
@@ -111,10 +119,11 @@ tn_status tn_graph_compile(const tn_graph *g, const char *cache_dir, const char 
     pthread_once(&identity_once, read_identity);
     uint64_t h = fnv1a(fnv1a(fnv1a(0xcbf29ce484222325ull, source), identity), FLAGS);
     char key[17], src[4096], so[4096], log[4096];
+    unsigned long id = next_build();
     snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
     if (snprintf(src, sizeof src, "%s/%s.c", cache_dir, key) >= (int)sizeof src ||
         snprintf(so, sizeof so, "%s/%s.so", cache_dir, key) >= (int)sizeof so ||
-        snprintf(log, sizeof log, "%s/%s.%ld.log", cache_dir, key, (long)getpid()) >= (int)sizeof log) {
+        snprintf(log, sizeof log, "%s/%s.%ld-%lu.log", cache_dir, key, (long)getpid(), id) >= (int)sizeof log) {
         free(source);
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "kernel cache path too long: %s", cache_dir);
     }
@@ -133,12 +142,12 @@ tn_status tn_graph_compile(const tn_graph *g, const char *cache_dir, const char 
                             cache_dir, strerror(errno));
         }
         char src_tmp[4200];
-        if (snprintf(src_tmp, sizeof src_tmp, "%s.%ld.tmp", src, (long)getpid()) >= (int)sizeof src_tmp ||
+        if (snprintf(src_tmp, sizeof src_tmp, "%s.%ld-%lu.tmp", src, (long)getpid(), id) >= (int)sizeof src_tmp ||
             write_file(src_tmp, source) != 0 || rename(src_tmp, src) != 0) {
             free(source);
             return tn_error(TN_STATUS_INTERNAL, "could not write %s: %s", src, strerror(errno));
         }
-        st = build(src, so, log);
+        st = build(src, so, log, id);
         unlink(log);
     }
     free(source);

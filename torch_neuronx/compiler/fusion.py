@@ -16,6 +16,8 @@ products, attention, reductions, views, copies) stays an ATen call on neuron's n
 kernels. A region of a single op is left as that op: the eager kernel is the same loop.
 """
 import operator
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch.fx import GraphModule, Node
@@ -203,8 +205,9 @@ def find_regions(graph):
     return regions
 
 
-def _build(region, cache_dir, debug_dir):
-    """The kernel of a region, its input nodes and its output nodes."""
+def _spec(region):
+    """What the C compiler gets for a region (shape, input specs, nodes, output specs), with
+    the region's input and output FX nodes."""
     shape = list(region.shape) or [1]
     inputs, input_index, nodes, node_index = [], {}, [], {}
     ops = _C.graph_ops
@@ -242,7 +245,60 @@ def _build(region, cache_dir, debug_dir):
         v = _val(m)
         out_specs.append((v.dtype, list(v.shape), list(v.stride()), _region_strides(v, region.shape),
                           node_index[m]))
-    kernel = _C.FusedKernel(shape, in_specs, nodes, out_specs, cache_dir, debug_dir or "")
+    return (shape, in_specs, nodes, out_specs), inputs, outputs
+
+
+def _spec_key(spec):
+    return repr(spec)  # lists, numbers and dtypes: equal specs give equal text
+
+
+def _fused(graph):
+    """The regions fuse() turns into kernels: two ops or more, and a value read outside."""
+    for region in find_regions(graph):
+        members = region.member_set
+        if len(region.members) >= 2 and any(u not in members for m in region.members for u in m.users):
+            yield region
+
+
+def _build_workers():
+    """TORCH_NEURONX_COMPILE_WORKERS: kernels built at once (default: one per CPU)."""
+    value = os.environ.get("TORCH_NEURONX_COMPILE_WORKERS", "")
+    try:
+        return max(1, int(value)) if value else (os.cpu_count() or 1)
+    except ValueError:
+        raise ValueError(f"TORCH_NEURONX_COMPILE_WORKERS={value!r}: expected a whole number of "
+                         "parallel kernel builds, such as 1 or 4") from None
+
+
+def _prebuild(regions, cache_dir, debug_dir):
+    """The kernels of `regions`, built (or loaded) a few at a time on threads: the C compiler
+    runs in its own process, and a graph's new kernels are otherwise built one after another.
+    Keyed by spec; a region whose build fails is left out (fuse() builds it again and reports
+    the error there)."""
+    workers = _build_workers()
+    specs = {}
+    for region in regions:
+        spec = _spec(region)[0]
+        specs.setdefault(_spec_key(spec), spec)
+    if len(specs) < 2 or workers < 2:
+        return {}
+
+    def build(spec):
+        try:
+            return _C.FusedKernel(*spec, cache_dir, debug_dir or "")
+        except Exception:  # noqa: BLE001 - fuse() builds it again and reports the error
+            return None
+
+    with ThreadPoolExecutor(max_workers=min(len(specs), workers)) as pool:
+        kernels = dict(zip(specs, pool.map(build, specs.values())))
+    return {key: k for key, k in kernels.items() if k is not None}
+
+
+def _build(region, cache_dir, debug_dir, prebuilt=None):
+    """The kernel of a region, its input nodes and its output nodes."""
+    spec, inputs, outputs = _spec(region)
+    kernel = (prebuilt or {}).get(_spec_key(spec)) or _C.FusedKernel(*spec, cache_dir, debug_dir or "")
+    _, in_specs, _, out_specs = spec
     return kernel, inputs, outputs, in_specs, out_specs
 
 
@@ -271,14 +327,17 @@ def _launcher(kernel, in_specs, out_specs, device):
 def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
     """Rewrites gm in place: every region of two or more ops becomes one kernel launch."""
     graph = gm.graph
-    for region in find_regions(graph):
+    regions = list(_fused(graph))
+    prebuilt = _prebuild(regions, cache_dir, debug_dir)
+    counted = set()
+    for region in regions:
         members = region.member_set
-        if len(region.members) < 2 or not any(u not in members for m in region.members for u in m.users):
-            continue
-        kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir)
+        kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir, prebuilt)
         stats["fused_regions"] += 1
         stats["fused_row_sums"] += sum(_row_reduction(m) is not None for m in region.members)
-        stats["kernel_cache_hits" if kernel.cache_hit else "kernel_builds"] += 1
+        built = not kernel.cache_hit and kernel.key not in counted  # regions may share a kernel
+        counted.add(kernel.key)
+        stats["kernel_builds" if built else "kernel_cache_hits"] += 1
         device = _val(outputs[0]).device
         with graph.inserting_after(region.members[-1]):
             call = graph.call_function(_launcher(kernel, in_specs, out_specs, device), tuple(inputs))

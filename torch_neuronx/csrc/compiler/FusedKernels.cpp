@@ -49,8 +49,13 @@ class FusedKernel {
     g.outputs = out.data();
     g.nodes = ns.data();
     int hit = 0;
-    check(tn_graph_compile(&g, cache_dir.c_str(), debug_dir.empty() ? nullptr : debug_dir.c_str(),
-                           &kernel_, &hit));
+    tn_status st;
+    {
+      py::gil_scoped_release unlocked;  // a build takes a while: other threads may build too
+      st = tn_graph_compile(&g, cache_dir.c_str(), debug_dir.empty() ? nullptr : debug_dir.c_str(),
+                            &kernel_, &hit);
+    }
+    check(st);
     cache_hit_ = hit != 0;
   }
   ~FusedKernel() { tn_fused_kernel_release(kernel_); }
