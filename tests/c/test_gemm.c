@@ -144,6 +144,7 @@ void test_gemm_every_isa(void) {
         {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* batch, n past a block */
         {1, 100, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* m, n and k past blocks */
         {1, 200, 1100, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* m past MC: rows split when B is packed; n past NC */
+        {1, 150, 1300, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* n > 8 m: columns split, B packed or not */
         {1, 200, 50, 300, 0, 1, 0.5f, 2.0f, TN_DTYPE_F32, 0},   /* the same with alpha, beta, two k blocks */
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
