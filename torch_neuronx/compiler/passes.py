@@ -91,19 +91,28 @@ def _written(node):
 def share_common_subexpressions(gm: GraphModule):
     """Returns how many nodes were replaced by an earlier equal one."""
     graph = gm.graph
-    inputs = {}  # node -> the graph inputs it reads, directly or not
+    # node -> the graph inputs it reads, directly or not, as a bit set (bit i: placeholder i):
+    # a late node of a language model reads hundreds of them (with sets of nodes this pass took
+    # 0.21 s of SmolLM2's warm start, 0.08 s with bits)
+    inputs = {}
     seen = {}    # key -> node
     shared = 0
+    placeholders = 0
     for node in list(graph.nodes):
         if node.op == "placeholder":
-            inputs[node] = frozenset([node])
+            inputs[node] = 1 << placeholders
+            placeholders += 1
             continue
-        reads = frozenset().union(*(inputs.get(a, frozenset()) for a in node.all_input_nodes))
+        reads = 0
+        for a in node.all_input_nodes:
+            reads |= inputs.get(a, 0)
         inputs[node] = reads
         if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
                 node.target._schema.is_mutable:
             # values read before this mutation differ from the same reads after it
-            written = frozenset().union(*(inputs.get(a, frozenset()) for a in _written(node)))
+            written = 0
+            for a in _written(node):
+                written |= inputs.get(a, 0)
             seen = {k: n for k, n in seen.items() if not (inputs[n] & written)}
             continue
         if not _pure(node):
