@@ -90,7 +90,7 @@ static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, 
                 float *dst = bp + (panel * kc + p) * nr;
                 int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
                 if (es == 4) {
-                    memcpy(dst, row + panel * nr * 4, (size_t)width * sizeof(float));
+                    memcpy(dst, row + panel * nr * es, (size_t)width * sizeof(float));
                 } else {
                     const uint16_t *src = (const uint16_t *)row + panel * nr;
                     for (int64_t c = 0; c < width; c++) dst[c] = tn_bf16_to_f32_inline(src[c]);

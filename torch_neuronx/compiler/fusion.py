@@ -276,11 +276,13 @@ def _prebuild(regions, cache_dir, debug_dir):
     Keyed by spec; a region whose build fails is left out (fuse() builds it again and reports
     the error there)."""
     workers = _build_workers()
+    if workers < 2:
+        return {}
     specs = {}
     for region in regions:
         spec = _spec(region)[0]
         specs.setdefault(_spec_key(spec), spec)
-    if len(specs) < 2 or workers < 2:
+    if len(specs) < 2:
         return {}
 
     def build(spec):
@@ -294,10 +296,12 @@ def _prebuild(regions, cache_dir, debug_dir):
     return {key: k for key, k in kernels.items() if k is not None}
 
 
-def _build(region, cache_dir, debug_dir, prebuilt=None):
-    """The kernel of a region, its input nodes and its output nodes."""
+def _build(region, cache_dir, debug_dir, prebuilt):
+    """The kernel of a region (from `prebuilt` when it is there), its input nodes and its
+    output nodes. The spec is taken again here: earlier regions' rewrites replaced some of the
+    input nodes, though not what the kernel is built from."""
     spec, inputs, outputs = _spec(region)
-    kernel = (prebuilt or {}).get(_spec_key(spec)) or _C.FusedKernel(*spec, cache_dir, debug_dir or "")
+    kernel = prebuilt.get(_spec_key(spec)) or _C.FusedKernel(*spec, cache_dir, debug_dir or "")
     _, in_specs, _, out_specs = spec
     return kernel, inputs, outputs, in_specs, out_specs
 
