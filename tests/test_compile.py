@@ -171,6 +171,12 @@ def test_debug_dir_keeps_graphs_and_sources(tmp_path, monkeypatch):
     assert any(n.endswith(".fx.txt") for n in names) and any(n.endswith(".fused.txt") for n in names)
     sources = [n for n in names if n.endswith(".c")]
     assert sources and "void tn_fused(" in (debug / sources[0]).read_text()
+    # compiled again, the graph comes from the cache: its Python source is kept
+    torch._dynamo.reset()
+    torch.compile(lambda x: torch.relu(x) * 2 - 1, backend="neuron", dynamic=False)(torch.randn(3, 3, device="neuron"))
+    assert get_dynamo_metrics()["graph_cache_hits"] == 1
+    loaded = [n for n in os.listdir(debug) if n.startswith("neuron_inference_graph_")]
+    assert loaded and "def forward(self" in (debug / loaded[0]).read_text()
 
 
 class RMSNorm(torch.nn.Module):

@@ -136,3 +136,29 @@ def test_host_tensor_inputs_run_as_compiled():
             torch.testing.assert_close(run(x.to("neuron"), s).cpu(), f(x, s), **TOL)
     m = get_dynamo_metrics()
     assert m["replays"] == 0 and m["replay_refusals"] == 1, m
+
+
+def test_written_inputs_that_move_are_updated_not_staged():
+    """A graph that updates an input in place (through copy_ or index_copy_, which the fast
+    calls bind to Tensor methods): when a new tensor comes every call, the update reaches it;
+    the graph is not recorded with a staged copy that would take the writes instead. The same
+    holds for the graph loaded back from the cache, which keeps which inputs it writes."""
+    def f(b, x):
+        b.mul_(2.0).add_(x)
+        b.index_copy_(0, torch.tensor([1], device=b.device), x[:1] * 3.0)
+        return b.sum(0)
+
+    for hits in (0, 1):
+        torch._dynamo.reset()  # the second round finds the graph in AOTAutograd's cache
+        reset_dynamo_metrics()
+        run = compiled(f)
+        with torch.no_grad():
+            for i in range(5):
+                b, x = torch.full((3, 4), float(i)), torch.randn(3, 4)
+                bn = b.to("neuron")
+                got = run(bn, x.to("neuron"))
+                want = f(b, x)
+                torch.testing.assert_close(bn.cpu(), b, **TOL)
+                torch.testing.assert_close(got.cpu(), want, **TOL)
+        m = get_dynamo_metrics()
+        assert m["graph_cache_hits"] == hits and m["replays"] == 0 and m["replay_refusals"] == 1, m

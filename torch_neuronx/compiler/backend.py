@@ -92,7 +92,9 @@ _graph_ids = iter(range(1 << 62))
 
 
 def _compile_graph(gm, kind):
-    """AOTAutograd's forward or backward graph -> the same graph with fused regions."""
+    """AOTAutograd's forward or backward graph -> the same graph with fused regions, and the
+    counts of what the passes did (None when compilation failed and the graph runs on the
+    eager kernels instead)."""
     from .fusion import fuse, reinplace_input_updates
     from .passes import attend_grouped_heads, bind_fast_calls, fold_constants, share_common_subexpressions
 
@@ -119,6 +121,7 @@ def _compile_graph(gm, kind):
                 "Set TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such graphs on the eager "
                 "kernels instead.") from e
         _count("fallbacks")
+        stats = None
     else:
         for key, n in stats.items():
             _count(key, n)
@@ -128,18 +131,32 @@ def _compile_graph(gm, kind):
     gm.recompile()  # once, after every pass (each leaves the code to regenerate)
     _count("compilations")
     _count("compile_seconds", time.perf_counter() - start)
-    return gm
+    return gm, stats
+
+
+def runner(forward, kind, written):
+    """The boxed callable AOTAutograd gets for a graph's forward function (which takes the
+    inputs as arguments); inference graphs replay their launches (replay.py), which needs
+    the indices of the inputs the graph writes."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    boxed = make_boxed_func(forward)
+    if kind == "inference":
+        from .replay import Replayer
+        return Replayer(boxed, written, _count)
+    return boxed
 
 
 def build(gm, kind):
-    """An ATen graph -> the boxed callable that runs it (fused; inference graphs replay)."""
-    from torch._functorch.aot_autograd import make_boxed_func
+    """An ATen graph -> the callable that runs it (fused), and what the cache keeps of it
+    (graph_cache.Program; None when the graph fell back to the eager kernels)."""
+    from .graph_cache import Program
+    from .replay import written_inputs
 
-    forward = make_boxed_func(_compile_graph(gm, kind).forward)
-    if kind == "inference":
-        from .replay import Replayer
-        return Replayer(forward, gm, _count)
-    return forward
+    written = written_inputs(gm)  # before bind_fast_calls makes writes Tensor method calls
+    gm, stats = _compile_graph(gm, kind)
+    program = Program.of(gm, kind, written, stats) if stats is not None else None
+    return runner(gm.forward, kind, written), program
 
 
 def _compiler(kind):

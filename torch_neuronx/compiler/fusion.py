@@ -270,25 +270,19 @@ def _build_workers():
                          "parallel kernel builds, such as 1 or 4") from None
 
 
-def _prebuild(regions, cache_dir, debug_dir):
-    """The kernels of `regions`, built (or loaded) a few at a time on threads: the C compiler
-    runs in its own process, and a graph's new kernels are otherwise built one after another.
-    Keyed by spec; a region whose build fails is left out (fuse() builds it again and reports
-    the error there)."""
+def build_kernels(specs, cache_dir, debug_dir):
+    """{key: spec} -> {key: kernel}, built (or loaded from the kernel cache) a few at a time on
+    threads: the C compiler runs in its own process, and a graph's new kernels are otherwise
+    built one after another. A spec whose build fails is left out (the caller builds it again
+    alone, which raises the error)."""
     workers = _build_workers()
-    if workers < 2:
-        return {}
-    specs = {}
-    for region in regions:
-        spec = _spec(region)[0]
-        specs.setdefault(_spec_key(spec), spec)
-    if len(specs) < 2:
+    if workers < 2 or len(specs) < 2:
         return {}
 
     def build(spec):
         try:
             return _C.FusedKernel(*spec, cache_dir, debug_dir or "")
-        except Exception:  # noqa: BLE001 - fuse() builds it again and reports the error
+        except Exception:  # noqa: BLE001 - built again by the caller, which reports the error
             return None
 
     with ThreadPoolExecutor(max_workers=min(len(specs), workers)) as pool:
@@ -296,19 +290,35 @@ def _prebuild(regions, cache_dir, debug_dir):
     return {key: k for key, k in kernels.items() if k is not None}
 
 
+def kernel(spec, cache_dir, debug_dir, prebuilt):
+    """The kernel of `spec`: from `prebuilt` (build_kernels) when it is there, else built now."""
+    return prebuilt.get(_spec_key(spec)) or _C.FusedKernel(*spec, cache_dir, debug_dir or "")
+
+
+def _prebuild(regions, cache_dir, debug_dir):
+    """The kernels of `regions`, keyed by spec (build_kernels)."""
+    if _build_workers() < 2:
+        return {}
+    specs = {}
+    for region in regions:
+        spec = _spec(region)[0]
+        specs.setdefault(_spec_key(spec), spec)
+    return build_kernels(specs, cache_dir, debug_dir)
+
+
 def _build(region, cache_dir, debug_dir, prebuilt):
-    """The kernel of a region (from `prebuilt` when it is there), its input nodes and its
-    output nodes. The spec is taken again here: earlier regions' rewrites replaced some of the
-    input nodes, though not what the kernel is built from."""
+    """The kernel of a region, its spec, its input nodes and its output nodes. The spec is
+    taken again here: earlier regions' rewrites replaced some of the input nodes, though not
+    what the kernel is built from."""
     spec, inputs, outputs = _spec(region)
-    kernel = prebuilt.get(_spec_key(spec)) or _C.FusedKernel(*spec, cache_dir, debug_dir or "")
+    return kernel(spec, cache_dir, debug_dir, prebuilt), spec, inputs, outputs
+
+
+def launcher(kernel, spec, device):
+    """The graph's call of a kernel: allocates the outputs and launches it; an input laid out
+    otherwise than traced is copied first. It keeps the spec and the device, which is what
+    a cached graph stores of it (graph_cache.py)."""
     _, in_specs, _, out_specs = spec
-    return kernel, inputs, outputs, in_specs, out_specs
-
-
-def _launcher(kernel, in_specs, out_specs, device):
-    """The graph's call of a region: allocates the outputs and launches the kernel; an input
-    laid out otherwise than traced is copied first."""
     strides = [tuple(stride) for _, _, stride, _ in in_specs]
     outs_spec = [(tuple(size), tuple(stride), dtype) for dtype, size, stride, _, _ in out_specs]
 
@@ -324,7 +334,7 @@ def _launcher(kernel, in_specs, out_specs, device):
         return outs
 
     run.__name__ = run.__qualname__ = f"fused_{kernel.key}"
-    run.kernel = kernel
+    run.kernel, run.kernel_spec, run.device = kernel, spec, device
     return run
 
 
@@ -336,15 +346,13 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
     counted = set()
     for region in regions:
         members = region.member_set
-        kernel, inputs, outputs, in_specs, out_specs = _build(region, cache_dir, debug_dir, prebuilt)
+        built_kernel, spec, inputs, outputs = _build(region, cache_dir, debug_dir, prebuilt)
         stats["fused_regions"] += 1
         stats["fused_row_sums"] += sum(_row_reduction(m) is not None for m in region.members)
-        built = not kernel.cache_hit and kernel.key not in counted  # regions may share a kernel
-        counted.add(kernel.key)
-        stats["kernel_builds" if built else "kernel_cache_hits"] += 1
+        count_kernel(built_kernel, counted, stats)
         device = _val(outputs[0]).device
         with graph.inserting_after(region.members[-1]):
-            call = graph.call_function(_launcher(kernel, in_specs, out_specs, device), tuple(inputs))
+            call = graph.call_function(launcher(built_kernel, spec, device), tuple(inputs))
         with graph.inserting_after(call):
             items = [graph.call_function(operator.getitem, (call, i)) for i in range(len(outputs))]
         for m, item in zip(outputs, items):
@@ -358,6 +366,14 @@ def fuse(gm: GraphModule, cache_dir, debug_dir, stats):
         for m in reversed(region.members):
             graph.erase_node(m)
     return gm
+
+
+def count_kernel(kernel, counted, stats):
+    """A region's kernel in stats: a build, or a hit of the kernel cache (or of a kernel an
+    earlier region of the graph built: `counted` holds the keys seen)."""
+    built = not kernel.cache_hit and kernel.key not in counted
+    counted.add(kernel.key)
+    stats["kernel_builds" if built else "kernel_cache_hits"] += 1
 
 
 _INPLACE = {aten.index_copy.default: aten.index_copy_.default,

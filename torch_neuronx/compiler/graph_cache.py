@@ -1,24 +1,37 @@
-"""Compiled graphs that outlive the process: AOTAutograd's cache, holding neuron's graphs.
+"""Compiled graphs that outlive the process: AOTAutograd's cache, holding neuron's programs.
 
 Most of a first call's compile time is Dynamo tracing the Python and AOTAutograd tracing the
-result into ATen graphs (for SmolLM2's decode step about 4.4 s and 3.6 s; neuron's own passes
-take 0.3 s). The second part is what this module saves across processes: AOTAutograd's cache
-keys an entry by the Dynamo graph, its input signature, the torch version and its configs, and
-stores the forward/backward ATen graphs with the runtime wrappers around them. Its entries
-hold an `OutputCode`; ours, `CompiledGraph`, keeps the ATen graph as AOTAutograd produced it
-(before neuron's passes, which change it in place) and runs the passes again on a hit. The
-generated kernels come from their own cache (TORCH_NEURONX_NEFF_CACHE_DIR), so a hit compiles
-nothing.
+result into ATen graphs (for SmolLM2's decode step about 4.4 s and 3.6 s). The second part is
+what this module saves across processes: AOTAutograd's cache keys an entry by the Dynamo
+graph, its input signature, the torch version and its configs, and stores the forward and
+backward graphs with the runtime wrappers around them. Its entries hold an `OutputCode`; ours,
+`CompiledGraph`, holds a `Program`: the graph as it runs after neuron's passes, which is the
+Python source FX generated for it, the objects that source names (ATen ops, Tensor methods,
+and the launches of fused kernels, kept as the kernels' specs), the constants the passes
+folded and which inputs the graph writes. A hit executes that source and loads the kernels
+from their own cache (TORCH_NEURONX_NEFF_CACHE_DIR; a kernel missing there is built again):
+it neither unpickles an FX graph nor runs the passes again, which took 1.0-1.3 s of
+SmolLM2's warm start.
 
-Entries live under `<cache_dir()>/aotautograd/<decompositions>/`, apart from Inductor's: the
-key does not name the backend, and the graphs depend on the decompositions the backend asked
-for. torch's switches apply: TORCHINDUCTOR_AUTOGRAD_CACHE=0 or
-`torch.compiler.config.force_disable_caches` turn the cache off.
+Entries live under `<cache_dir()>/aotautograd/<tag>/`, apart from Inductor's: the key does
+not name the backend. The tag hashes what a program depends on beyond the key: the
+decompositions neuron asks for, the compiler's own Python sources (the passes that made it)
+and the C graph compiler's op numbers (in the kernels' specs). torch's switches apply:
+TORCHINDUCTOR_AUTOGRAD_CACHE=0 or `torch.compiler.config.force_disable_caches` turn the
+cache off. A graph that names something that does not pickle, or that fell back to the eager
+kernels, is not stored.
 """
 import contextlib
 import dataclasses
+import functools
 import hashlib
+import importlib
+import linecache
+import operator
 import os
+import pickle
+import time
+import types
 from unittest import mock
 
 import torch
@@ -26,7 +39,7 @@ from torch._inductor.output_code import OutputCode
 
 
 class CompiledGraph(OutputCode):
-    """One forward, backward or inference graph, ready to run, that pickles as its ATen graph."""
+    """One forward, backward or inference graph, ready to run, that pickles as its Program."""
 
     def __init__(self, gm, kind):
         from .backend import build
@@ -34,8 +47,8 @@ class CompiledGraph(OutputCode):
         super().__init__()
         self.kind = kind
         self._boxed_call = True
-        self._pickled = _pickle(gm)
-        self._fn = build(gm, kind)
+        self._fn, program = build(gm, kind)
+        self._program = _dumps(program) if program is not None and enabled() else None
 
     def __call__(self, inputs):
         return self._fn(inputs)
@@ -43,16 +56,17 @@ class CompiledGraph(OutputCode):
     def prepare_for_serialization(self):
         from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
 
-        if self._pickled is None:
-            raise BypassAOTAutogradCache("the graph has values that do not pickle")
+        if self._program is None:
+            raise BypassAOTAutogradCache("the graph fell back to the eager kernels or names "
+                                         "objects that do not pickle")
         self._fn = None
 
     def post_compile(self, example_inputs, constants, graph_kwargs):
         if self._fn is not None:
             return
-        from .backend import _count, build
+        from .backend import _count
 
-        self._fn = build(_unpickle(self._pickled), self.kind)
+        self._fn = pickle.loads(self._program).load()
         _count("graph_cache_hits")
 
     def set_triton_bundle(self, triton_bundle):
@@ -64,70 +78,86 @@ class CompiledGraph(OutputCode):
         return state
 
 
-@dataclasses.dataclass(frozen=True)
-class TensorSpec:
-    """What the passes read of a node's value (a fake tensor), kept in its place in the pickle.
-    A fake tensor rebuilt from it costs about 11 us; pickled whole, it goes back through
-    FakeTensorMode's conversion of a real tensor, several times slower."""
-    shape: tuple
-    stride: tuple
-    offset: int
-    dtype: torch.dtype
-    device: torch.device
-
-
-def _map(fn, kind, value):
-    """fn applied to every `kind` in a node's value (a tensor, or a tuple or list of values)."""
-    if isinstance(value, kind):
-        return fn(value)
-    if isinstance(value, (tuple, list)):
-        return type(value)(_map(fn, kind, v) for v in value)
-    return value
-
-
-def _spec(t):
-    return TensorSpec(tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, t.device)
-
-
-def _pickle(gm):
-    """The graph as bytes, each node's value as TensorSpecs; None when the graph holds something
-    that does not pickle."""
-    if not enabled():
-        return None
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-    from torch.fx._graph_pickler import GraphPickler, Options
-
-    vals = {node: node.meta["val"] for node in gm.graph.nodes if "val" in node.meta}
+def _dumps(program):
     try:
-        for node, val in vals.items():
-            node.meta["val"] = _map(_spec, torch.Tensor, val)
-        with unset_fake_temporarily():  # constants in the graph are real tensors
-            options = Options(ops_filter=None, node_metadata_key_filter=lambda key: key == "val")
-            return GraphPickler.dumps(gm, options)
+        return pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - such a graph is simply not cached
         return None
-    finally:
-        for node, val in vals.items():
-            node.meta["val"] = val
 
 
-def _unpickle(data):
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-    from torch.fx._graph_pickler import GraphPickler
+@dataclasses.dataclass
+class Program:
+    """A compiled graph as the cache keeps it (see the module docstring)."""
+    kind: str
+    source: str     # FX's Python code for the graph: `def forward(self, <inputs>)`
+    names: dict     # global name in source -> ("module", name) | ("kernel", spec, device) | ("value", object)
+    constants: dict  # attribute of `self` -> (tensor on the CPU, device)
+    written: set    # indices of the inputs the graph writes
+    stats: dict     # what the passes did (backend.get_dynamo_metrics), counted again on a hit
 
-    mode = FakeTensorMode()
+    @classmethod
+    def of(cls, gm, kind, written, stats):
+        """The Program of a compiled GraphModule; None when it reads a constant that is not
+        a tensor attribute (a subgraph of a higher-order op)."""
+        source = gm.code  # first: a lazy GraphModule generates its code (and forward) here
+        names = {}
+        for name, value in type(gm).forward.__globals__.items():
+            if name == "__builtins__":
+                continue
+            if isinstance(value, types.ModuleType):
+                names[name] = ("module", value.__name__)
+            elif hasattr(value, "kernel_spec"):  # fusion.launcher
+                names[name] = ("kernel", value.kernel_spec, str(value.device))
+            else:
+                names[name] = ("value", value)
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    def fake(spec):
-        meta = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="meta")
-        if spec.offset:
-            meta = meta.as_strided(spec.shape, spec.stride, spec.offset)
-        return FakeTensor(mode, meta, spec.device)
+        constants = {}
+        for node in gm.graph.nodes:
+            if node.op != "get_attr":
+                continue
+            value = operator.attrgetter(node.target)(gm)
+            if "." in node.target or not isinstance(value, torch.Tensor):
+                return None
+            with unset_fake_temporarily():  # the backend runs in AOTAutograd's fake mode
+                constants[node.target] = (value.detach().cpu(), str(value.device))
+        return cls(kind, source, names, constants, set(written), dict(stats))
 
-    gm = GraphPickler.loads(data, mode)
-    for node in gm.graph.nodes:
-        if "val" in node.meta:
-            node.meta["val"] = _map(fake, TensorSpec, node.meta["val"])
-    return gm
+    def load(self):
+        """The callable that runs the program (backend.runner), its kernels loaded."""
+        from .backend import _count, _debug_dir, cache_dir, runner
+        from .fusion import _spec_key, build_kernels, count_kernel, kernel, launcher
+
+        start = time.perf_counter()
+        root, debug = cache_dir(), _debug_dir()
+        specs = {_spec_key(ref[1]): ref[1] for ref in self.names.values() if ref[0] == "kernel"}
+        prebuilt = build_kernels(specs, root, debug)
+        stats = dict(self.stats, kernel_builds=0, kernel_cache_hits=0)
+        counted = set()
+        env = {}
+        for name, ref in self.names.items():
+            if ref[0] == "module":
+                env[name] = importlib.import_module(ref[1])
+            elif ref[0] == "kernel":
+                k = kernel(ref[1], root, debug, prebuilt)
+                count_kernel(k, counted, stats)
+                env[name] = launcher(k, ref[1], torch.device(ref[2]))
+            else:
+                env[name] = ref[1]
+        # a file name of its own, so that tracebacks and debuggers show the graph's lines
+        filename = f"<neuron {self.kind} graph {hashlib.sha256(self.source.encode()).hexdigest()[:16]}>"
+        linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
+        exec(compile(self.source, filename, "exec"), env)  # noqa: S102 - code FX generated, from our cache
+        attrs = types.SimpleNamespace(**{name: t.to(device) for name, (t, device) in self.constants.items()})
+        if debug:
+            os.makedirs(debug, exist_ok=True)
+            with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
+                f.write(self.source)
+        for key, n in stats.items():
+            _count(key, n)
+        _count("compilations")
+        _count("compile_seconds", time.perf_counter() - start)
+        return runner(functools.partial(env["forward"], attrs), self.kind, self.written)
 
 
 def enabled():
@@ -136,12 +166,26 @@ def enabled():
     return should_use_local_autograd_cache() and torch._inductor.config.fx_graph_cache
 
 
-# Bumped when what an entry holds changes meaning (the graph before which passes).
-FORMAT = 3
+# Bumped when what an entry holds changes meaning.
+FORMAT = 4
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_tag():
+    """The compiler's Python sources and the C graph compiler's op numbers, hashed."""
+    from .. import _C
+
+    h = hashlib.sha256(repr(sorted(_C.graph_ops.items())).encode())
+    folder = os.path.dirname(__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
 
 
 def directory(root, decompositions):
-    names = [f"format {FORMAT}"] + sorted(str(op) for op in decompositions)
+    names = [f"format {FORMAT}", _compiler_tag()] + sorted(str(op) for op in decompositions)
     tag = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
     return os.path.join(root, "aotautograd", tag)
 

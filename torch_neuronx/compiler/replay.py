@@ -40,7 +40,9 @@ def enabled():
 
 
 def written_inputs(gm: GraphModule):
-    """Indices of the placeholders the graph writes (directly or through views)."""
+    """Indices of the placeholders the graph writes (directly or through views), read from
+    the ATen graph before the passes (bind_fast_calls turns copy_ and index_copy_ into Tensor
+    methods, whose writes the schema no longer tells)."""
     index = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
     written = set()
     for node in gm.graph.nodes:
@@ -65,9 +67,9 @@ class Replayer:
 
     _boxed_call = True
 
-    def __init__(self, forward, gm, count):
+    def __init__(self, forward, written, count):
         self.forward = forward  # boxed: takes the list of inputs
-        self.written = written_inputs(gm)
+        self.written = written  # indices of the inputs the graph writes (written_inputs)
         self.count = count      # count(metric, n): the backend's counters
         self.addresses = None   # of the previous call's inputs
         self.moving = set()
