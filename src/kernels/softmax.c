@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "elem.h"
+#include "nontemporal.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/reduce.h"
@@ -29,11 +30,16 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
     int fast = out->dtype == TN_DTYPE_F32 && in->dtype == TN_DTYPE_F32 && ost == 1 &&
                (in->ndim == 0 || in->strides[in->ndim - 1] == 1) &&
                (forward || (y->dtype == TN_DTYPE_F32 && (y->ndim == 0 || y->strides[y->ndim - 1] == 1)));
+    /* an output too large for the cache: each row is computed in the scratch (in L1) and
+     * streamed out (nontemporal.h); normal stores would read every output line first */
+    int nt = fast && forward && tn_nontemporal(tn_tensor_numel(out) * oes);
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
         if (fast && forward) {
-            k->softmax_f32(n, (const float *)in->data + tn_row_offset(in, r, 1),
-                           (float *)out->data + tn_row_offset(out, r, 1), kind == TN_LOG_SOFTMAX);
+            float *o = (float *)out->data + tn_row_offset(out, r, 1);
+            k->softmax_f32(n, (const float *)in->data + tn_row_offset(in, r, 1), nt ? (float *)scratch : o,
+                           kind == TN_LOG_SOFTMAX);
+            if (nt) tn_copy_nontemporal(o, scratch, n * (int64_t)sizeof(float));
             continue;
         }
         if (fast) {
@@ -67,4 +73,5 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
             tn_store(o + i * ost * oes, out->dtype, v);
         }
     }
+    if (nt) tn_nontemporal_fence();
 }

@@ -1,4 +1,4 @@
-/* Non-temporal stores: copies, fills and cheap elementwise ops write the same bytes with the
+/* Non-temporal stores: copies, fills, cheap elementwise ops and softmax rows write the same bytes with the
  * threshold at 0 (every output streamed) as with normal stores, at every alignment, length
  * and thread split, and nothing outside the output. */
 #include <stdint.h>
@@ -10,7 +10,7 @@
 
 #define GUARD 64 /* bytes checked untouched on either side of an output */
 
-enum kind { COPY, FILL, NEG, RELU, ADD, ADD_BROADCAST, MUL };
+enum kind { COPY, FILL, NEG, RELU, ADD, ADD_BROADCAST, MUL, SOFTMAX, LOG_SOFTMAX };
 
 /* Runs one kernel over rows x cols elements of dt (row stride ld >= cols), output at byte
  * offset `off` of out (a buffer of GUARD + bytes + GUARD), split into nth slices. */
@@ -23,6 +23,7 @@ static void run(enum kind k, tn_dtype dt, tn_dtype src_dt, int64_t rows, int64_t
     if (k == ADD_BROADCAST) y.strides[0] = y.strides[1] = 0;
     tn_scalar two = {.kind = TN_SCALAR_KIND_FLOAT, .f = 2.0};
     tn_scalar value = {.kind = TN_SCALAR_KIND_FLOAT, .f = -1.25};
+    double *scratch = malloc((size_t)(2 * cols + 1) * sizeof(double)); /* slices run one by one */
     for (int32_t ith = 0; ith < nth; ith++) {
         switch (k) {
         case COPY: tn_kernel_copy(&o, &x, ith, nth); break;
@@ -32,8 +33,11 @@ static void run(enum kind k, tn_dtype dt, tn_dtype src_dt, int64_t rows, int64_t
         case ADD:
         case ADD_BROADCAST: CHECK_OK(tn_kernel_binary(TN_BINARY_ADD, &o, &x, &y, &two, dt, ith, nth)); break;
         case MUL: CHECK_OK(tn_kernel_binary(TN_BINARY_MUL, &o, &x, &y, &two, dt, ith, nth)); break;
+        case SOFTMAX: tn_kernel_softmax(TN_SOFTMAX, &o, &x, NULL, scratch, ith, nth); break;
+        case LOG_SOFTMAX: tn_kernel_softmax(TN_LOG_SOFTMAX, &o, &x, NULL, scratch, ith, nth); break;
         }
     }
+    free(scratch);
 }
 
 static void fill_source(void *p, tn_dtype dt, int64_t n, uint32_t seed) {
@@ -92,6 +96,7 @@ void test_nontemporal_stores(void) {
         {NEG, TN_DTYPE_F32, TN_DTYPE_F32},   {RELU, TN_DTYPE_BF16, TN_DTYPE_BF16},
         {ADD, TN_DTYPE_F32, TN_DTYPE_F32},   {ADD, TN_DTYPE_BF16, TN_DTYPE_BF16},
         {ADD_BROADCAST, TN_DTYPE_F32, TN_DTYPE_F32}, {MUL, TN_DTYPE_F16, TN_DTYPE_F16},
+        {SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32}, {LOG_SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
