@@ -30,6 +30,8 @@ OPS = {
     "sum": (lambda x, y: x.sum(), 1),
     "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
     "softmax_rows": (lambda x, y: torch.softmax(x.view(-1, 1000), -1), 2),
+    "layer_norm_rows": (lambda x, y: torch.nn.functional.layer_norm(x.view(-1, 1000), (1000,)), 2),
+    "rms_norm_rows": (lambda x, y: torch.nn.functional.rms_norm(x.view(-1, 1000), (1000,)), 2),
 }
 
 

@@ -1,9 +1,13 @@
 /* Layer normalisation, forward and input gradient (see tn/norm.h). Rows are split across
- * threads; each row is read as double. */
+ * threads. float32, bfloat16 and float16 rows go through the ISA's float32 row kernels
+ * (rows.c; 16-bit rows widened into the scratch and narrowed back); float64 rows are
+ * computed in double here. */
 #include <math.h>
 
 #include "elem.h"
+#include "nontemporal.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/norm.h"
 
 static inline double at(const void *p, int64_t i, tn_dtype t) {
@@ -15,21 +19,20 @@ static inline void put(void *p, int64_t i, tn_dtype t, double v) {
     tn_store((char *)p + i * tn_dtype_size(t), t, x);
 }
 
-void tn_kernel_layer_norm(const tn_layer_norm *ln, int backward, int32_t ith, int32_t nth) {
-    int64_t first, last, n = ln->n;
+static void double_rows(const tn_layer_norm *ln, int backward, int64_t first, int64_t last) {
+    int64_t n = ln->n;
     tn_dtype t = ln->dtype;
-    tn_slice(ln->rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
         int64_t base = r * n;
         if (!backward) {
             double sum = 0, sq = 0;
             for (int64_t i = 0; i < n; i++) sum += at(ln->x, base + i, t);
-            double mean = n ? sum / (double)n : 0.0;
+            double mean = sum / (double)n;
             for (int64_t i = 0; i < n; i++) {
                 double d = at(ln->x, base + i, t) - mean;
                 sq += d * d;
             }
-            double rstd = 1.0 / sqrt((n ? sq / (double)n : 0.0) + ln->eps);
+            double rstd = 1.0 / sqrt(sq / (double)n + ln->eps);
             for (int64_t i = 0; i < n; i++) {
                 double v = (at(ln->x, base + i, t) - mean) * rstd;
                 if (ln->weight) v *= at(ln->weight, i, t);
@@ -56,4 +59,59 @@ void tn_kernel_layer_norm(const tn_layer_norm *ln, int backward, int32_t ith, in
             put(ln->y, base + i, t, rstd * (gw - a - xhat * b));
         }
     }
+}
+
+/* A float32 view of a row of p (16-bit rows widened into buf). */
+static const float *f32_row(const tn_kernel_table *k, tn_dtype t, const void *p, int64_t off, int64_t n,
+                            float *buf) {
+    if (t == TN_DTYPE_F32) return (const float *)p + off;
+    k->widen_half(t, n, buf, 1, (const uint16_t *)p + off, 1);
+    return buf;
+}
+
+static void float_rows(const tn_layer_norm *ln, int backward, float *scratch, int64_t first, int64_t last) {
+    const tn_kernel_table *k = tn_kernels();
+    int64_t n = ln->n;
+    tn_dtype t = ln->dtype;
+    int half = t != TN_DTYPE_F32;
+    /* scratch: the row of x, of g (backward), of the result, and w, b widened once */
+    float *xs = scratch, *gs = scratch + n, *ys = scratch + 2 * n, *ws = scratch + 3 * n, *bs = gs;
+    const float *w = ln->weight ? f32_row(k, t, ln->weight, 0, n, ws) : NULL;
+    const float *b = !backward && ln->bias ? f32_row(k, t, ln->bias, 0, n, bs) : NULL;
+    /* a float32 output too large for the cache is computed in the scratch and streamed out
+     * (nontemporal.h): normal stores would read every output line first */
+    int nt = !half && tn_nontemporal(ln->rows * n * (int64_t)sizeof(float));
+    for (int64_t r = first; r < last; r++) {
+        int64_t off = r * n;
+        const float *x = f32_row(k, t, ln->x, off, n, xs);
+        float *y = half || nt ? ys : (float *)ln->y + off;
+        if (!backward) {
+            double stats[2];
+            k->layer_norm_f32(n, x, y, w, b, ln->eps, stats);
+            put(ln->mean, r, t, stats[0]);
+            put(ln->rstd, r, t, stats[1]);
+        } else {
+            const float *g = f32_row(k, t, ln->grad, off, n, gs);
+            k->layer_norm_backward_f32(n, x, g, w, (float)at(ln->mean, r, t), (float)at(ln->rstd, r, t), y);
+        }
+        if (half)
+            k->narrow_half(t, n, (uint16_t *)ln->y + off, 1, y, 1);
+        else if (nt)
+            tn_copy_nontemporal((float *)ln->y + off, y, n * (int64_t)sizeof(float));
+    }
+    if (nt) tn_nontemporal_fence();
+}
+
+int64_t tn_layer_norm_scratch_floats(const tn_layer_norm *ln) {
+    return ln->dtype == TN_DTYPE_F64 ? 0 : 4 * ln->n;
+}
+
+void tn_kernel_layer_norm(const tn_layer_norm *ln, int backward, float *scratch, int32_t ith, int32_t nth) {
+    int64_t first, last;
+    tn_slice(ln->n ? ln->rows : 0, ith, nth, &first, &last);
+    if (first >= last) return;
+    if (ln->dtype == TN_DTYPE_F64)
+        double_rows(ln, backward, first, last);
+    else
+        float_rows(ln, backward, scratch, first, last);
 }

@@ -184,7 +184,80 @@ static void softmax_backward_f32(int64_t n, const float *g, const float *y, floa
         for (int64_t j = 0; j < n; j++) out[j] = y[j] * (g[j] - s);
 }
 
+/* Layer norm of a contiguous float32 row (tn/norm.h): the mean from sum_f32, the variance
+ * from a second pass over the row (in cache by then, and fetching the next row as softmax_f32
+ * does) with 16 partial sums folded in double, then y = (x - mean) * rstd * w + b, one loop
+ * per combination of weight and bias so each vectorizes. stats: mean and rstd. */
+static void layer_norm_f32(int64_t n, const float *x, float *restrict y, const float *w,
+                           const float *b, double eps, double stats[2]) {
+    double mean = sum_f32(n, x) / (double)n;
+    float m = (float)mean, s16[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __builtin_prefetch(x + n + i);
+        for (int l = 0; l < 16; l++) {
+            float d = x[i + l] - m;
+            s16[l] += d * d;
+        }
+    }
+    for (int64_t l = 0; i + l < n; l++) {
+        float d = x[i + l] - m;
+        s16[l] += d * d;
+    }
+    double rstd = 1.0 / sqrt(fold16(s16) / (double)n + eps);
+    float r = (float)rstd;
+    if (w && b)
+        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r * w[i] + b[i];
+    else if (w)
+        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r * w[i];
+    else if (b)
+        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r + b[i];
+    else
+        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r;
+    stats[0] = mean;
+    stats[1] = rstd;
+}
+
+/* The input gradient of layer norm over a contiguous float32 row, given the forward's mean
+ * and rstd: dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)), w optional. */
+static inline __attribute__((always_inline)) void layer_norm_backward_row(
+    int64_t n, const float *x, const float *g, const float *w, float mean, float rstd,
+    float *restrict dx, int weighted) {
+    float a16[16] = {0}, b16[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            float gw = weighted ? g[i + l] * w[i + l] : g[i + l], xhat = (x[i + l] - mean) * rstd;
+            a16[l] += gw;
+            b16[l] += gw * xhat;
+        }
+    for (int64_t l = 0; i + l < n; l++) {
+        float gw = weighted ? g[i + l] * w[i + l] : g[i + l], xhat = (x[i + l] - mean) * rstd;
+        a16[l] += gw;
+        b16[l] += gw * xhat;
+    }
+    float a = (float)(fold16(a16) / (double)n), c = (float)(fold16(b16) / (double)n);
+    for (i = 0; i < n; i++) {
+        if ((i & 15) == 0) { /* the next rows, while this one is computed from the cache */
+            __builtin_prefetch(x + n + i);
+            __builtin_prefetch(g + n + i);
+        }
+        float gw = weighted ? g[i] * w[i] : g[i], xhat = (x[i] - mean) * rstd;
+        dx[i] = rstd * (gw - a - xhat * c);
+    }
+}
+
+static void layer_norm_backward_f32(int64_t n, const float *x, const float *g, const float *w,
+                                    float mean, float rstd, float *restrict dx) {
+    if (w)
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 1);
+    else
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 0);
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->layer_norm_f32 = layer_norm_f32;
+    t->layer_norm_backward_f32 = layer_norm_backward_f32;
     t->softmax_backward_f32 = softmax_backward_f32;
     t->sum_f32 = sum_f32;
     t->softmax_f32 = softmax_f32;

@@ -55,6 +55,7 @@ int tn_test_failures;
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \
     X(test_layer_norm_kernel)    \
+    X(test_layer_norm_rows_every_isa) \
     X(test_sequence_kernels)     \
     X(test_index_add_rows)       \
     X(test_sort_kernel)          \

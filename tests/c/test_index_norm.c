@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/table.h"
 #include "tn/tn.h"
 
 void test_index_select_and_where(void) {
@@ -62,7 +63,8 @@ void test_layer_norm_kernel(void) {
     float x[2][4] = {{1, 2, 3, 4}, {-1, -1, -1, -1}}, y[2][4], mean[2], rstd[2];
     float wt[4] = {1, 2, 1, 1}, bias[4] = {0, 0, 1, 0};
     tn_layer_norm ln = {2, 4, TN_DTYPE_F32, 1e-5, x, y, NULL, wt, bias, mean, rstd};
-    tn_kernel_layer_norm(&ln, 0, 0, 1);
+    float scratch[16];
+    tn_kernel_layer_norm(&ln, 0, scratch, 0, 1);
     double r = 1.0 / sqrt(1.25 + 1e-5);
     CHECK(fabsf(mean[0] - 2.5f) < 1e-6f && fabs(rstd[0] - r) < 1e-5);
     CHECK(fabs(y[0][1] - (2 - 2.5) * r * 2) < 1e-5 && fabs(y[0][2] - ((3 - 2.5) * r + 1)) < 1e-5);
@@ -70,7 +72,7 @@ void test_layer_norm_kernel(void) {
     /* input gradient against a finite difference of sum(g * y) */
     float g[2][4] = {{0.3f, -1, 2, 0.5f}, {1, 1, 1, 1}}, dx[2][4];
     tn_layer_norm back = {2, 4, TN_DTYPE_F32, 1e-5, x, dx, g, wt, bias, mean, rstd};
-    tn_kernel_layer_norm(&back, 1, 0, 1);
+    tn_kernel_layer_norm(&back, 1, scratch, 0, 1);
     for (int i = 0; i < 4; i++) {
         double h = 1e-3, f[2];
         for (int sgn = 0; sgn < 2; sgn++) {
@@ -83,6 +85,80 @@ void test_layer_norm_kernel(void) {
         }
         CHECK(fabs(dx[0][i] - (f[1] - f[0]) / (2 * h)) < 1e-3);
     }
+}
+
+/* Layer norm of n-element rows (tn_kernel_layer_norm on float64 data: the double path) and
+ * its input gradient, as the reference for the float32 row kernels of one ISA. */
+static void layer_norm_ref(int64_t rows, int64_t n, const double *x, const double *g, const double *w,
+                           const double *b, double *y, double *dx, double *mean, double *rstd) {
+    tn_layer_norm f = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, y, NULL, w, b, mean, rstd};
+    tn_kernel_layer_norm(&f, 0, NULL, 0, 1);
+    tn_layer_norm back = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, dx, g, w, b, mean, rstd};
+    tn_kernel_layer_norm(&back, 1, NULL, 0, 1);
+}
+
+static int near(double got, double want, double tol) { return fabs(got - want) <= tol * (1 + fabs(want)); }
+
+void test_layer_norm_rows_every_isa(void) {
+    enum { MAXN = 1000 };
+    static const int64_t lengths[] = {1, 7, 16, 17, 100, MAXN};
+    static double x[MAXN], g[MAXN], w[MAXN], b[MAXN], y[MAXN], dx[MAXN];
+    static float xf[MAXN + 64], gf[MAXN + 64], wf[MAXN], bf[MAXN], yf[MAXN], dxf[MAXN];
+    uint32_t seed = 7;
+    for (int i = 0; i < MAXN; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        xf[i] = (float)((int32_t)(seed >> 8) % 2001 - 1000) / 100.0f + 3.0f; /* a mean far from 0 */
+        gf[i] = (float)((int32_t)(seed >> 4) % 201 - 100) / 50.0f;
+        wf[i] = 0.5f + (float)(i % 7) / 8.0f;
+        bf[i] = (float)(i % 5) / 4.0f - 0.5f;
+        x[i] = xf[i], g[i] = gf[i], w[i] = wf[i], b[i] = bf[i];
+    }
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+            for (int affine = 0; affine < 4; affine++) {
+                int64_t n = lengths[l];
+                const double *wd = affine & 1 ? w : NULL, *bd = affine & 2 ? b : NULL;
+                const float *wp = affine & 1 ? wf : NULL, *bp = affine & 2 ? bf : NULL;
+                double mean, rstd, stats[2];
+                layer_norm_ref(1, n, x, g, wd, bd, y, dx, &mean, &rstd);
+                k->layer_norm_f32(n, xf, yf, wp, bp, 1e-5, stats);
+                k->layer_norm_backward_f32(n, xf, gf, wp, (float)mean, (float)rstd, dxf);
+                int ok = near(stats[0], mean, 1e-6) && near(stats[1], rstd, 1e-5);
+                for (int64_t i = 0; i < n; i++) ok &= near(yf[i], y[i], 1e-5) && near(dxf[i], dx[i], 2e-4);
+                if (!ok)
+                    fprintf(stderr, "  layer norm %s: n %lld, weight %d, bias %d\n", tn_isa_name((tn_isa)isa),
+                            (long long)n, affine & 1, affine & 2);
+                CHECK(ok);
+            }
+    }
+    /* bfloat16 rows through the kernel: widened, computed in float32, rounded once; rows
+     * split over three slices */
+    enum { ROWS = 5, N = 33 };
+    uint16_t xb[ROWS * N], wb[N], yb[ROWS * N], mb[ROWS], rb[ROWS];
+    double xd[ROWS * N], wd[N], yd[ROWS * N], dxd[ROWS * N], gd[ROWS * N] = {0}, md[ROWS], rd[ROWS];
+    for (int i = 0; i < ROWS * N; i++) xb[i] = tn_f32_to_bf16(xf[i]), xd[i] = tn_bf16_to_f32(xb[i]);
+    for (int i = 0; i < N; i++) wb[i] = tn_f32_to_bf16(wf[i]), wd[i] = tn_bf16_to_f32(wb[i]);
+    layer_norm_ref(ROWS, N, xd, gd, wd, NULL, yd, dxd, md, rd);
+    tn_layer_norm lb = {ROWS, N, TN_DTYPE_BF16, 1e-5, xb, yb, NULL, wb, NULL, mb, rb};
+    float scratch[4 * N];
+    CHECK(tn_layer_norm_scratch_floats(&lb) == 4 * N);
+    for (int ith = 0; ith < 3; ith++) tn_kernel_layer_norm(&lb, 0, scratch, ith, 3);
+    for (int i = 0; i < ROWS * N; i++) CHECK(near(tn_bf16_to_f32(yb[i]), yd[i], 1.0 / 128));
+    for (int r = 0; r < ROWS; r++) CHECK(near(tn_bf16_to_f32(mb[r]), md[r], 1.0 / 128));
+    /* float32 rows streamed past the cache (threshold 0) write the same bytes as normal
+     * stores, into an output that starts mid-line */
+    static float normal[ROWS * N + 1], streamed[ROWS * N + 1];
+    float mf[ROWS], rf[ROWS];
+    for (int nt = 0; nt < 2; nt++) {
+        float *out = nt ? streamed : normal;
+        tn_layer_norm lf = {ROWS, N, TN_DTYPE_F32, 1e-5, xf, out + 1, NULL, wf, bf, mf, rf};
+        tn_set_nontemporal_min_bytes(nt ? 0 : INT64_MAX);
+        for (int ith = 0; ith < 2; ith++) tn_kernel_layer_norm(&lf, 0, scratch, ith, 2);
+    }
+    tn_set_nontemporal_min_bytes(-1);
+    CHECK(memcmp(normal, streamed, sizeof normal) == 0);
 }
 
 void test_sequence_kernels(void) {
