@@ -106,11 +106,33 @@ def test_layer_norm_forward_backward(dtype):
         torch.nn.functional.layer_norm(on(x), [7])
 
 
-def test_rms_norm_decomposes_onto_native_ops():
-    x = torch.randn(4, 32)
-    w = torch.randn(32)
-    got = native(lambda: torch.nn.functional.rms_norm(on(x), [32], on(w), eps=1e-6))
-    torch.testing.assert_close(got.cpu(), torch.nn.functional.rms_norm(x, [32], w, eps=1e-6))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
+@pytest.mark.parametrize("affine", [True, False], ids=["weight", "no_weight"])
+def test_rms_norm_forward_backward(dtype, affine):
+    """F.rms_norm runs aten::_fused_rms_norm and its backward natively (eps defaults to the
+    dtype's epsilon), float32 inside for 16-bit rows; rstd comes back as PyTorch's (float32
+    for 16-bit rows)."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(3, 5, 40, generator=g) * 2 + 1).to(dtype)
+    w = torch.randn(40, generator=g).to(dtype) if affine else None
+    grad = torch.randn(3, 5, 40, generator=g).to(dtype)
+    runs = []
+    for dev in ("cpu", "neuron"):
+        xs = x.clone().to(dev).requires_grad_()
+        ws = w.clone().to(dev).requires_grad_() if affine else None
+        y = native(lambda: torch.nn.functional.rms_norm(xs, [40], ws)) if dev == "neuron" \
+            else torch.nn.functional.rms_norm(xs, [40], ws)
+        native(lambda: y.backward(grad.to(dev))) if dev == "neuron" else y.backward(grad)
+        runs.append([t.detach().cpu() for t in (y, xs.grad) + ((ws.grad,) if affine else ())])
+    tol = TOL[dtype] if dtype != torch.float64 else dict(rtol=1e-6, atol=1e-6)
+    for got, want in zip(runs[1], runs[0]):
+        torch.testing.assert_close(got, want, **tol)
+    _, rstd = torch.ops.aten._fused_rms_norm(on(x), [5, 40], None, 1e-3)
+    want = torch.rsqrt(x.double().pow(2).mean((-2, -1), keepdim=True) + 1e-3)
+    assert rstd.dtype == (torch.float64 if dtype == torch.float64 else torch.float32) and rstd.shape == (3, 1, 1)
+    torch.testing.assert_close(rstd.cpu().double(), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        torch.nn.functional.rms_norm(on(x), [7])
 
 
 @pytest.mark.parametrize("padding_idx", [None, 2])

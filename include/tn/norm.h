@@ -4,7 +4,11 @@
  * the per-row mean and rstd = 1 / sqrt(var + eps) (biased variance); x, y, weight, bias share
  * a dtype (f32, bf16, f16, f64); mean and rstd have it too. float32, bfloat16 and float16
  * rows are computed in float32 (sums folded in double); float64 rows in double.
- * Backward for the input: dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)). */
+ * Backward for the input: dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)).
+ *
+ * With `rms` set, RMS norm: y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps), no bias
+ * and no mean (NULL); rstd is float32 (float64 for float64 rows), as PyTorch's
+ * _fused_rms_norm returns it. Backward: dx = rstd * (g*w - xhat * mean(g*w*xhat)). */
 #ifndef TN_NORM_H
 #define TN_NORM_H
 
@@ -30,6 +34,7 @@ typedef struct tn_layer_norm {
     const void *bias;
     void *mean;
     void *rstd;
+    int rms;
 } tn_layer_norm;
 
 tn_status tn_layer_norm_async(tn_stream_t stream, const char *name, const tn_layer_norm *ln);

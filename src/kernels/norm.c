@@ -19,6 +19,11 @@ static inline void put(void *p, int64_t i, tn_dtype t, double v) {
     tn_store((char *)p + i * tn_dtype_size(t), t, x);
 }
 
+/* The dtype of the mean and rstd: the rows' for layer norm, float32 or float64 for RMS norm. */
+static tn_dtype stats_dtype(const tn_layer_norm *ln) {
+    return !ln->rms || ln->dtype == TN_DTYPE_F64 ? ln->dtype : TN_DTYPE_F32;
+}
+
 static void double_rows(const tn_layer_norm *ln, int backward, int64_t first, int64_t last) {
     int64_t n = ln->n;
     tn_dtype t = ln->dtype;
@@ -26,7 +31,7 @@ static void double_rows(const tn_layer_norm *ln, int backward, int64_t first, in
         int64_t base = r * n;
         if (!backward) {
             double sum = 0, sq = 0;
-            for (int64_t i = 0; i < n; i++) sum += at(ln->x, base + i, t);
+            for (int64_t i = 0; i < n && !ln->rms; i++) sum += at(ln->x, base + i, t);
             double mean = sum / (double)n;
             for (int64_t i = 0; i < n; i++) {
                 double d = at(ln->x, base + i, t) - mean;
@@ -39,11 +44,11 @@ static void double_rows(const tn_layer_norm *ln, int backward, int64_t first, in
                 if (ln->bias) v += at(ln->bias, i, t);
                 put(ln->y, base + i, t, v);
             }
-            put(ln->mean, r, t, mean);
+            if (!ln->rms) put(ln->mean, r, t, mean);
             put(ln->rstd, r, t, rstd);
             continue;
         }
-        double mean = at(ln->mean, r, t), rstd = at(ln->rstd, r, t);
+        double mean = ln->rms ? 0.0 : at(ln->mean, r, t), rstd = at(ln->rstd, r, t);
         double a = 0, b = 0; /* mean of g*w and of g*w*xhat */
         for (int64_t i = 0; i < n; i++) {
             double gw = at(ln->grad, base + i, t) * (ln->weight ? at(ln->weight, i, t) : 1.0);
@@ -51,7 +56,7 @@ static void double_rows(const tn_layer_norm *ln, int backward, int64_t first, in
             a += gw;
             b += gw * xhat;
         }
-        a /= (double)n;
+        a = ln->rms ? 0.0 : a / (double)n;
         b /= (double)n;
         for (int64_t i = 0; i < n; i++) {
             double gw = at(ln->grad, base + i, t) * (ln->weight ? at(ln->weight, i, t) : 1.0);
@@ -74,6 +79,7 @@ static void float_rows(const tn_layer_norm *ln, int backward, float *scratch, in
     int64_t n = ln->n;
     tn_dtype t = ln->dtype;
     int half = t != TN_DTYPE_F32;
+    tn_dtype st = stats_dtype(ln);
     /* scratch: the row of x, of g (backward), of the result, and w, b widened once */
     float *xs = scratch, *gs = scratch + n, *ys = scratch + 2 * n, *ws = scratch + 3 * n, *bs = gs;
     const float *w = ln->weight ? f32_row(k, t, ln->weight, 0, n, ws) : NULL;
@@ -87,12 +93,13 @@ static void float_rows(const tn_layer_norm *ln, int backward, float *scratch, in
         float *y = half || nt ? ys : (float *)ln->y + off;
         if (!backward) {
             double stats[2];
-            k->layer_norm_f32(n, x, y, w, b, ln->eps, stats);
-            put(ln->mean, r, t, stats[0]);
-            put(ln->rstd, r, t, stats[1]);
+            k->layer_norm_f32(n, x, y, w, b, ln->eps, ln->rms, stats);
+            if (!ln->rms) put(ln->mean, r, st, stats[0]);
+            put(ln->rstd, r, st, stats[1]);
         } else {
             const float *g = f32_row(k, t, ln->grad, off, n, gs);
-            k->layer_norm_backward_f32(n, x, g, w, (float)at(ln->mean, r, t), (float)at(ln->rstd, r, t), y);
+            float mean = ln->rms ? 0.0f : (float)at(ln->mean, r, st);
+            k->layer_norm_backward_f32(n, x, g, w, mean, (float)at(ln->rstd, r, st), ln->rms, y);
         }
         if (half)
             k->narrow_half(t, n, (uint16_t *)ln->y + off, 1, y, 1);

@@ -184,45 +184,58 @@ static void softmax_backward_f32(int64_t n, const float *g, const float *y, floa
         for (int64_t j = 0; j < n; j++) out[j] = y[j] * (g[j] - s);
 }
 
-/* Layer norm of a contiguous float32 row (tn/norm.h): the mean from sum_f32, the variance
- * from a second pass over the row (in cache by then, and fetching the next row as softmax_f32
- * does) with 16 partial sums folded in double, then y = (x - mean) * rstd * w + b, one loop
- * per combination of weight and bias so each vectorizes. stats: mean and rstd. */
+/* `body` for j over a row of n elements, sixteen at a time with the next row (the usual
+ * layout: rows one after the other) fetched a line per sixteen, then the tail: the pass that
+ * runs from the cache brings the next row in, as softmax_f32 does. */
+#define ROW_FETCHING_NEXT(n, next, ...)                       \
+    do {                                                      \
+        int64_t j_ = 0;                                       \
+        for (; j_ + 16 <= (n); j_ += 16) {                    \
+            __builtin_prefetch((next) + j_);                  \
+            for (int64_t j = j_; j < j_ + 16; j++) __VA_ARGS__; \
+        }                                                     \
+        for (int64_t j = j_; j < (n); j++) __VA_ARGS__;       \
+    } while (0)
+
+/* Layer norm (or RMS norm: mean 0) of a contiguous float32 row (tn/norm.h): the mean from
+ * sum_f32, the variance (or mean square) from a pass over the row with 16 partial sums folded
+ * in double, then y = (x - mean) * rstd * w + b, one loop per combination of weight and bias
+ * so each vectorizes. stats: mean and rstd. */
 static void layer_norm_f32(int64_t n, const float *x, float *restrict y, const float *w,
-                           const float *b, double eps, double stats[2]) {
-    double mean = sum_f32(n, x) / (double)n;
+                           const float *b, double eps, int rms, double stats[2]) {
+    double mean = rms ? 0.0 : sum_f32(n, x) / (double)n;
     float m = (float)mean, s16[16] = {0};
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __builtin_prefetch(x + n + i);
+    for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) {
             float d = x[i + l] - m;
             s16[l] += d * d;
         }
-    }
     for (int64_t l = 0; i + l < n; l++) {
         float d = x[i + l] - m;
         s16[l] += d * d;
     }
     double rstd = 1.0 / sqrt(fold16(s16) / (double)n + eps);
     float r = (float)rstd;
+    const float *next = x + n;
     if (w && b)
-        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r * w[i] + b[i];
+        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r * w[j] + b[j]);
     else if (w)
-        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r * w[i];
+        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r * w[j]);
     else if (b)
-        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r + b[i];
+        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r + b[j]);
     else
-        for (i = 0; i < n; i++) y[i] = (x[i] - m) * r;
+        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r);
     stats[0] = mean;
     stats[1] = rstd;
 }
 
 /* The input gradient of layer norm over a contiguous float32 row, given the forward's mean
- * and rstd: dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)), w optional. */
+ * and rstd: dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)), w optional; for RMS norm
+ * (mean 0) without the mean(g*w) term. */
 static inline __attribute__((always_inline)) void layer_norm_backward_row(
     int64_t n, const float *x, const float *g, const float *w, float mean, float rstd,
-    float *restrict dx, int weighted) {
+    float *restrict dx, int weighted, int rms) {
     float a16[16] = {0}, b16[16] = {0};
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -236,23 +249,25 @@ static inline __attribute__((always_inline)) void layer_norm_backward_row(
         a16[l] += gw;
         b16[l] += gw * xhat;
     }
-    float a = (float)(fold16(a16) / (double)n), c = (float)(fold16(b16) / (double)n);
-    for (i = 0; i < n; i++) {
-        if ((i & 15) == 0) { /* the next rows, while this one is computed from the cache */
-            __builtin_prefetch(x + n + i);
-            __builtin_prefetch(g + n + i);
-        }
-        float gw = weighted ? g[i] * w[i] : g[i], xhat = (x[i] - mean) * rstd;
-        dx[i] = rstd * (gw - a - xhat * c);
-    }
+    float a = rms ? 0.0f : (float)(fold16(a16) / (double)n), c = (float)(fold16(b16) / (double)n);
+    const float *next_x = x + n, *next_g = g + n;
+    ROW_FETCHING_NEXT(n, next_x, {
+        if ((j & 15) == 0) __builtin_prefetch(next_g + j);
+        float gw = weighted ? g[j] * w[j] : g[j], xhat = (x[j] - mean) * rstd;
+        dx[j] = rstd * (gw - a - xhat * c);
+    });
 }
 
 static void layer_norm_backward_f32(int64_t n, const float *x, const float *g, const float *w,
-                                    float mean, float rstd, float *restrict dx) {
-    if (w)
-        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 1);
+                                    float mean, float rstd, int rms, float *restrict dx) {
+    if (w && rms)
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 1, 1);
+    else if (w)
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 1, 0);
+    else if (rms)
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 0, 1);
     else
-        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 0);
+        layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 0, 0);
 }
 
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {

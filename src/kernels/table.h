@@ -55,12 +55,13 @@ typedef struct tn_kernel_table {
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
     void (*softmax_backward_f32)(int64_t n, const float *g, const float *y, float *out, int log);
-    /* layer norm of a contiguous float32 row (w, b: NULL or n floats); stats: mean, rstd */
+    /* layer norm (RMS norm when `rms`: mean 0) of a contiguous float32 row (w, b: NULL or n
+     * floats); stats: mean, rstd */
     void (*layer_norm_f32)(int64_t n, const float *x, float *y, const float *w, const float *b,
-                           double eps, double stats[2]);
+                           double eps, int rms, double stats[2]);
     /* its input gradient from the gradient g and the forward's mean and rstd (w: NULL or n) */
     void (*layer_norm_backward_f32)(int64_t n, const float *x, const float *g, const float *w,
-                                    float mean, float rstd, float *dx);
+                                    float mean, float rstd, int rms, float *dx);
     /* axpy_rows_bf16 with x float32 */
     void (*axpy_rows_f32)(int64_t n, int64_t rows, const float *a, const float *x, int64_t ldx, float *y);
     /* fused attention (see attention.c and tn/attention.h) */

@@ -32,6 +32,8 @@ static tn_status run_norm(void *p) {
 
 static tn_status launch_norm(tn_stream_t stream, const char *name, const tn_layer_norm *ln, int backward) {
     if (ln->rows < 0 || ln->n < 0) return tn_error(TN_STATUS_INVALID_ARGUMENT, "layer_norm: bad shape");
+    if (ln->rms && (ln->bias || ln->mean))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "rms_norm: takes no bias and has no mean");
     if (ln->rows == 0) return TN_STATUS_OK;
     norm_task t = {*ln, backward, 0};
     return tn_stream_launch(stream, name ? name : "layer_norm", run_norm, &t, sizeof t);

@@ -62,7 +62,7 @@ void test_index_add_rows(void) {
 void test_layer_norm_kernel(void) {
     float x[2][4] = {{1, 2, 3, 4}, {-1, -1, -1, -1}}, y[2][4], mean[2], rstd[2];
     float wt[4] = {1, 2, 1, 1}, bias[4] = {0, 0, 1, 0};
-    tn_layer_norm ln = {2, 4, TN_DTYPE_F32, 1e-5, x, y, NULL, wt, bias, mean, rstd};
+    tn_layer_norm ln = {2, 4, TN_DTYPE_F32, 1e-5, x, y, NULL, wt, bias, mean, rstd, 0};
     float scratch[16];
     tn_kernel_layer_norm(&ln, 0, scratch, 0, 1);
     double r = 1.0 / sqrt(1.25 + 1e-5);
@@ -71,7 +71,7 @@ void test_layer_norm_kernel(void) {
     CHECK(y[1][0] == 0.0f && y[1][2] == 1.0f); /* constant row: xhat = 0 */
     /* input gradient against a finite difference of sum(g * y) */
     float g[2][4] = {{0.3f, -1, 2, 0.5f}, {1, 1, 1, 1}}, dx[2][4];
-    tn_layer_norm back = {2, 4, TN_DTYPE_F32, 1e-5, x, dx, g, wt, bias, mean, rstd};
+    tn_layer_norm back = {2, 4, TN_DTYPE_F32, 1e-5, x, dx, g, wt, bias, mean, rstd, 0};
     tn_kernel_layer_norm(&back, 1, scratch, 0, 1);
     for (int i = 0; i < 4; i++) {
         double h = 1e-3, f[2];
@@ -87,14 +87,15 @@ void test_layer_norm_kernel(void) {
     }
 }
 
-/* Layer norm of n-element rows (tn_kernel_layer_norm on float64 data: the double path) and
- * its input gradient, as the reference for the float32 row kernels of one ISA. */
-static void layer_norm_ref(int64_t rows, int64_t n, const double *x, const double *g, const double *w,
+/* Layer norm (RMS norm when rms) of n-element rows (tn_kernel_layer_norm on float64 data:
+ * the double path) and its input gradient, as the reference for the float32 row kernels. */
+static void layer_norm_ref(int64_t rows, int64_t n, int rms, const double *x, const double *g, const double *w,
                            const double *b, double *y, double *dx, double *mean, double *rstd) {
-    tn_layer_norm f = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, y, NULL, w, b, mean, rstd};
+    tn_layer_norm f = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, y, NULL, w, b, rms ? NULL : mean, rstd, rms};
     tn_kernel_layer_norm(&f, 0, NULL, 0, 1);
-    tn_layer_norm back = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, dx, g, w, b, mean, rstd};
+    tn_layer_norm back = {rows, n, TN_DTYPE_F64, 1e-5, (void *)x, dx, g, w, b, rms ? NULL : mean, rstd, rms};
     tn_kernel_layer_norm(&back, 1, NULL, 0, 1);
+    if (rms) *mean = 0;
 }
 
 static int near(double got, double want, double tol) { return fabs(got - want) <= tol * (1 + fabs(want)); }
@@ -117,19 +118,20 @@ void test_layer_norm_rows_every_isa(void) {
         const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
         if (!k) continue;
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
-            for (int affine = 0; affine < 4; affine++) {
+            for (int variant = 0; variant < 6; variant++) { /* 0-3: weight, bias; 4-5: RMS, weight */
                 int64_t n = lengths[l];
-                const double *wd = affine & 1 ? w : NULL, *bd = affine & 2 ? b : NULL;
-                const float *wp = affine & 1 ? wf : NULL, *bp = affine & 2 ? bf : NULL;
+                int rms = variant >= 4, weighted = variant & 1, biased = variant == 2 || variant == 3;
+                const double *wd = weighted ? w : NULL, *bd = biased ? b : NULL;
+                const float *wp = weighted ? wf : NULL, *bp = biased ? bf : NULL;
                 double mean, rstd, stats[2];
-                layer_norm_ref(1, n, x, g, wd, bd, y, dx, &mean, &rstd);
-                k->layer_norm_f32(n, xf, yf, wp, bp, 1e-5, stats);
-                k->layer_norm_backward_f32(n, xf, gf, wp, (float)mean, (float)rstd, dxf);
+                layer_norm_ref(1, n, rms, x, g, wd, bd, y, dx, &mean, &rstd);
+                k->layer_norm_f32(n, xf, yf, wp, bp, 1e-5, rms, stats);
+                k->layer_norm_backward_f32(n, xf, gf, wp, (float)mean, (float)rstd, rms, dxf);
                 int ok = near(stats[0], mean, 1e-6) && near(stats[1], rstd, 1e-5);
                 for (int64_t i = 0; i < n; i++) ok &= near(yf[i], y[i], 1e-5) && near(dxf[i], dx[i], 2e-4);
                 if (!ok)
-                    fprintf(stderr, "  layer norm %s: n %lld, weight %d, bias %d\n", tn_isa_name((tn_isa)isa),
-                            (long long)n, affine & 1, affine & 2);
+                    fprintf(stderr, "  layer norm %s: n %lld, rms %d, weight %d, bias %d\n",
+                            tn_isa_name((tn_isa)isa), (long long)n, rms, weighted, biased);
                 CHECK(ok);
             }
     }
@@ -140,8 +142,8 @@ void test_layer_norm_rows_every_isa(void) {
     double xd[ROWS * N], wd[N], yd[ROWS * N], dxd[ROWS * N], gd[ROWS * N] = {0}, md[ROWS], rd[ROWS];
     for (int i = 0; i < ROWS * N; i++) xb[i] = tn_f32_to_bf16(xf[i]), xd[i] = tn_bf16_to_f32(xb[i]);
     for (int i = 0; i < N; i++) wb[i] = tn_f32_to_bf16(wf[i]), wd[i] = tn_bf16_to_f32(wb[i]);
-    layer_norm_ref(ROWS, N, xd, gd, wd, NULL, yd, dxd, md, rd);
-    tn_layer_norm lb = {ROWS, N, TN_DTYPE_BF16, 1e-5, xb, yb, NULL, wb, NULL, mb, rb};
+    layer_norm_ref(ROWS, N, 0, xd, gd, wd, NULL, yd, dxd, md, rd);
+    tn_layer_norm lb = {ROWS, N, TN_DTYPE_BF16, 1e-5, xb, yb, NULL, wb, NULL, mb, rb, 0};
     float scratch[4 * N];
     CHECK(tn_layer_norm_scratch_floats(&lb) == 4 * N);
     for (int ith = 0; ith < 3; ith++) tn_kernel_layer_norm(&lb, 0, scratch, ith, 3);
@@ -153,7 +155,7 @@ void test_layer_norm_rows_every_isa(void) {
     float mf[ROWS], rf[ROWS];
     for (int nt = 0; nt < 2; nt++) {
         float *out = nt ? streamed : normal;
-        tn_layer_norm lf = {ROWS, N, TN_DTYPE_F32, 1e-5, xf, out + 1, NULL, wf, bf, mf, rf};
+        tn_layer_norm lf = {ROWS, N, TN_DTYPE_F32, 1e-5, xf, out + 1, NULL, wf, bf, mf, rf, 0};
         tn_set_nontemporal_min_bytes(nt ? 0 : INT64_MAX);
         for (int ith = 0; ith < 2; ith++) tn_kernel_layer_norm(&lf, 0, scratch, ith, 2);
     }

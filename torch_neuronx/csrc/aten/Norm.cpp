@@ -1,5 +1,7 @@
-// Layer normalisation: the forward and the input gradient in C; the weight and bias gradients
-// as sums of native ops.
+// Layer normalisation and RMS normalisation (aten::_fused_rms_norm, which F.rms_norm calls):
+// the forward and the input gradient in C; the weight and bias gradients as sums of native ops.
+#include <ATen/ops/_fused_rms_norm.h>
+#include <ATen/ops/_fused_rms_norm_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/native_layer_norm.h>
@@ -113,11 +115,102 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
   return {dx, dw, db};
 }
 
+// F.rms_norm's default eps: the input dtype's machine epsilon.
+double default_eps(c10::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return std::numeric_limits<double>::epsilon();
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::epsilon());
+    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::epsilon());
+    default: return std::numeric_limits<float>::epsilon();
+  }
+}
+
+// rstd's shape: the input's batch dimensions, then ones.
+std::vector<int64_t> stat_shape(const Tensor& input, int64_t axis) {
+  std::vector<int64_t> shape = input.sizes().slice(0, axis).vec();
+  shape.resize(input.dim(), 1);
+  return shape;
+}
+
+tn_layer_norm rms_rows(const Tensor& x, int64_t n, const std::optional<Tensor>& w, const Tensor& rstd) {
+  tn_layer_norm ln{};
+  ln.rows = n ? x.numel() / n : 0;
+  ln.n = n;
+  ln.dtype = to_tn_dtype(x.scalar_type());
+  ln.x = const_cast<void*>(x.const_data_ptr());
+  ln.weight = data_or_null(w);
+  ln.rstd = rstd.data_ptr();
+  ln.rms = 1;
+  return ln;
+}
+
+std::tuple<Tensor, Tensor> rms_norm(const Tensor& input, c10::IntArrayRef shape,
+                                    const std::optional<Tensor>& weight, std::optional<double> eps) {
+  int64_t axis = check_shape(input, shape);
+  bool weight_ok = !weight || !weight->defined() || weight->sizes().equals(shape);
+  if (!native(input, weight, std::nullopt) || !weight_ok)
+    return via_fallback<at::_ops::_fused_rms_norm>(input, shape, weight, eps);
+  track_native("aten::_fused_rms_norm");
+  Tensor x = input.contiguous();
+  std::optional<Tensor> w = weight && weight->defined() ? std::optional<Tensor>(weight->contiguous()) : std::nullopt;
+  Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto stat_type = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  Tensor rstd = at::empty(stat_shape(input, axis), x.options().dtype(stat_type));
+  if (x.numel()) {
+    tn_layer_norm ln = rms_rows(x, c10::multiply_integers(shape), w, rstd);
+    ln.eps = eps.value_or(default_eps(x.scalar_type()));
+    ln.y = out.data_ptr();
+    check(tn_layer_norm_async(current_stream(x.device().index()), "aten::_fused_rms_norm", &ln));
+  }
+  return {out, rstd};
+}
+
+std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& input, c10::IntArrayRef shape,
+                                             const Tensor& rstd, const std::optional<Tensor>& weight,
+                                             std::array<bool, 2> mask) {
+  int64_t axis = check_shape(input, shape);
+  track_native("aten::_fused_rms_norm_backward");
+  // the rows' dtype: the input's when the gradient, the weight and rstd agree with it
+  // (rstd float32, float64 for float64 rows), else everything in float32 or float64
+  auto t = input.scalar_type();
+  auto stat_type = t == at::kDouble ? at::kDouble : at::kFloat;
+  bool same = norm_dtype(t) && grad.scalar_type() == t && rstd.scalar_type() == stat_type &&
+              (!weight || !weight->defined() || weight->scalar_type() == t);
+  if (!same) {
+    bool wide = t == at::kDouble || grad.scalar_type() == at::kDouble ||
+                (weight && weight->defined() && weight->scalar_type() == at::kDouble);
+    t = wide ? at::kDouble : at::kFloat;
+    stat_type = t;
+  }
+  Tensor x = input.to(t).contiguous(), g = grad.to(t).contiguous(), r = rstd.to(stat_type).contiguous();
+  std::optional<Tensor> w = weight && weight->defined() ? std::optional<Tensor>(weight->to(t).contiguous()) : std::nullopt;
+  Tensor dx, dw;
+  if (mask[0]) {
+    dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+    if (x.numel()) {
+      tn_layer_norm ln = rms_rows(x, c10::multiply_integers(shape), w, r);
+      ln.y = dx.data_ptr();
+      ln.grad = g.const_data_ptr();
+      check(tn_layer_norm_backward_async(current_stream(x.device().index()), "aten::_fused_rms_norm_backward", &ln));
+    }
+    dx = dx.to(input.scalar_type());
+  }
+  if (mask[1] && weight && weight->defined()) {
+    std::vector<int64_t> batch_dims(axis);
+    for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
+    Tensor prod = at::mul(g, at::mul(x, r));
+    dw = (axis == 0 ? prod : at::sum(prod, batch_dims)).reshape(weight->sizes()).to(weight->scalar_type());
+  }
+  return {dx, dw};
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", layer_norm);
   m.impl("native_layer_norm_backward", layer_norm_backward);
+  m.impl("_fused_rms_norm", rms_norm);
+  m.impl("_fused_rms_norm_backward", rms_norm_backward);
 }
 
 } // namespace torch_neuronx::ops
