@@ -91,6 +91,21 @@ static double fold16(const float p[16]) {
     return (d[0] + d[2]) + (d[1] + d[3]);
 }
 
+/* `body` for j over a row of n elements, sixteen at a time with the next rows of two inputs
+ * (the usual layout: rows one after the other; a and b may be the same) fetched a line per
+ * sixteen, then the tail: the pass that runs from the cache brings the next rows in while the
+ * cores compute. */
+#define ROW_FETCHING_NEXT(n, a, b, ...)                        \
+    do {                                                       \
+        int64_t j_ = 0;                                        \
+        for (; j_ + 16 <= (n); j_ += 16) {                     \
+            __builtin_prefetch((a) + j_);                      \
+            __builtin_prefetch((b) + j_);                      \
+            for (int64_t j = j_; j < j_ + 16; j++) __VA_ARGS__; \
+        }                                                      \
+        for (int64_t j = j_; j < (n); j++) __VA_ARGS__;        \
+    } while (0)
+
 /* Three passes (max, exponentials and their sum, scale), each vectorized. The maximum runs
  * in 64 lanes (four independent vector chains: max's latency would otherwise bound the pass),
  * the sum in 16 (the exponentials bound that pass); tails go into the lanes and the lanes fold
@@ -167,7 +182,8 @@ static double sum_f32(int64_t n, const float *x) {
 }
 
 /* The backward of softmax (out = y * (g - sum(g * y))) or log_softmax (out = g - exp(y) *
- * sum(g)) over a contiguous float32 row; 16 partial sums keep the reduction vectorizable. */
+ * sum(g)) over a contiguous float32 row; 16 partial sums keep the reduction vectorizable, and
+ * the second pass fetches the next rows. */
 static void softmax_backward_f32(int64_t n, const float *g, const float *y, float *restrict out,
                                  int log) {
     float s16[16] = {0};
@@ -178,24 +194,12 @@ static void softmax_backward_f32(int64_t n, const float *g, const float *y, floa
     for (; i < n; i++) sum += log ? g[i] : g[i] * y[i];
     for (int l = 0; l < 16; l++) sum += s16[l];
     float s = (float)sum;
+    const float *next_g = g + n, *next_y = y + n;
     if (log)
-        for (int64_t j = 0; j < n; j++) out[j] = g[j] - tn_expf(y[j]) * s;
+        ROW_FETCHING_NEXT(n, next_g, next_y, out[j] = g[j] - tn_expf(y[j]) * s);
     else
-        for (int64_t j = 0; j < n; j++) out[j] = y[j] * (g[j] - s);
+        ROW_FETCHING_NEXT(n, next_g, next_y, out[j] = y[j] * (g[j] - s));
 }
-
-/* `body` for j over a row of n elements, sixteen at a time with the next row (the usual
- * layout: rows one after the other) fetched a line per sixteen, then the tail: the pass that
- * runs from the cache brings the next row in, as softmax_f32 does. */
-#define ROW_FETCHING_NEXT(n, next, ...)                       \
-    do {                                                      \
-        int64_t j_ = 0;                                       \
-        for (; j_ + 16 <= (n); j_ += 16) {                    \
-            __builtin_prefetch((next) + j_);                  \
-            for (int64_t j = j_; j < j_ + 16; j++) __VA_ARGS__; \
-        }                                                     \
-        for (int64_t j = j_; j < (n); j++) __VA_ARGS__;       \
-    } while (0)
 
 /* Layer norm (or RMS norm: mean 0) of a contiguous float32 row (tn/norm.h): the mean from
  * sum_f32, the variance (or mean square) from a pass over the row with 16 partial sums folded
@@ -219,13 +223,13 @@ static void layer_norm_f32(int64_t n, const float *x, float *restrict y, const f
     float r = (float)rstd;
     const float *next = x + n;
     if (w && b)
-        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r * w[j] + b[j]);
+        ROW_FETCHING_NEXT(n, next, next, y[j] = (x[j] - m) * r * w[j] + b[j]);
     else if (w)
-        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r * w[j]);
+        ROW_FETCHING_NEXT(n, next, next, y[j] = (x[j] - m) * r * w[j]);
     else if (b)
-        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r + b[j]);
+        ROW_FETCHING_NEXT(n, next, next, y[j] = (x[j] - m) * r + b[j]);
     else
-        ROW_FETCHING_NEXT(n, next, y[j] = (x[j] - m) * r);
+        ROW_FETCHING_NEXT(n, next, next, y[j] = (x[j] - m) * r);
     stats[0] = mean;
     stats[1] = rstd;
 }
@@ -251,8 +255,7 @@ static inline __attribute__((always_inline)) void layer_norm_backward_row(
     }
     float a = rms ? 0.0f : (float)(fold16(a16) / (double)n), c = (float)(fold16(b16) / (double)n);
     const float *next_x = x + n, *next_g = g + n;
-    ROW_FETCHING_NEXT(n, next_x, {
-        if ((j & 15) == 0) __builtin_prefetch(next_g + j);
+    ROW_FETCHING_NEXT(n, next_x, next_g, {
         float gw = weighted ? g[j] * w[j] : g[j], xhat = (x[j] - mean) * rstd;
         dx[j] = rstd * (gw - a - xhat * c);
     });

@@ -32,21 +32,18 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
                (forward || (y->dtype == TN_DTYPE_F32 && (y->ndim == 0 || y->strides[y->ndim - 1] == 1)));
     /* an output too large for the cache: each row is computed in the scratch (in L1) and
      * streamed out (nontemporal.h); normal stores would read every output line first */
-    int nt = fast && forward && tn_nontemporal(tn_tensor_numel(out) * oes);
+    int nt = fast && tn_nontemporal(tn_tensor_numel(out) * oes);
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
-        if (fast && forward) {
-            float *o = (float *)out->data + tn_row_offset(out, r, 1);
-            k->softmax_f32(n, (const float *)in->data + tn_row_offset(in, r, 1), nt ? (float *)scratch : o,
-                           kind == TN_LOG_SOFTMAX);
-            if (nt) tn_copy_nontemporal(o, scratch, n * (int64_t)sizeof(float));
-            continue;
-        }
         if (fast) {
-            k->softmax_backward_f32(n, (const float *)in->data + tn_row_offset(in, r, 1),
-                                    (const float *)y->data + tn_row_offset(y, r, 1),
-                                    (float *)out->data + tn_row_offset(out, r, 1),
-                                    kind == TN_LOG_SOFTMAX_BACKWARD);
+            float *o = (float *)out->data + tn_row_offset(out, r, 1), *dst = nt ? (float *)scratch : o;
+            const float *src = (const float *)in->data + tn_row_offset(in, r, 1);
+            if (forward)
+                k->softmax_f32(n, src, dst, kind == TN_LOG_SOFTMAX);
+            else
+                k->softmax_backward_f32(n, src, (const float *)y->data + tn_row_offset(y, r, 1), dst,
+                                        kind == TN_LOG_SOFTMAX_BACKWARD);
+            if (nt) tn_copy_nontemporal(o, scratch, n * (int64_t)sizeof(float));
             continue;
         }
         load_row(x, in, r, n);

@@ -1,6 +1,6 @@
-/* Non-temporal stores: copies, fills, cheap elementwise ops and softmax rows write the same bytes with the
- * threshold at 0 (every output streamed) as with normal stores, at every alignment, length
- * and thread split, and nothing outside the output. */
+/* Non-temporal stores: copies, fills, cheap elementwise ops and softmax rows (forward and
+ * backward) write the same bytes with the threshold at 0 (every output streamed) as with
+ * normal stores, at every alignment, length and thread split, and nothing outside the output. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 
 #define GUARD 64 /* bytes checked untouched on either side of an output */
 
-enum kind { COPY, FILL, NEG, RELU, ADD, ADD_BROADCAST, MUL, SOFTMAX, LOG_SOFTMAX };
+enum kind { COPY, FILL, NEG, RELU, ADD, ADD_BROADCAST, MUL, SOFTMAX, LOG_SOFTMAX, SOFTMAX_BACKWARD, LOG_SOFTMAX_BACKWARD };
 
 /* Runs one kernel over rows x cols elements of dt (row stride ld >= cols), output at byte
  * offset `off` of out (a buffer of GUARD + bytes + GUARD), split into nth slices. */
@@ -35,6 +35,10 @@ static void run(enum kind k, tn_dtype dt, tn_dtype src_dt, int64_t rows, int64_t
         case MUL: CHECK_OK(tn_kernel_binary(TN_BINARY_MUL, &o, &x, &y, &two, dt, ith, nth)); break;
         case SOFTMAX: tn_kernel_softmax(TN_SOFTMAX, &o, &x, NULL, scratch, ith, nth); break;
         case LOG_SOFTMAX: tn_kernel_softmax(TN_LOG_SOFTMAX, &o, &x, NULL, scratch, ith, nth); break;
+        case SOFTMAX_BACKWARD: tn_kernel_softmax(TN_SOFTMAX_BACKWARD, &o, &x, &y, scratch, ith, nth); break;
+        case LOG_SOFTMAX_BACKWARD:
+            tn_kernel_softmax(TN_LOG_SOFTMAX_BACKWARD, &o, &x, &y, scratch, ith, nth);
+            break;
         }
     }
     free(scratch);
@@ -97,6 +101,7 @@ void test_nontemporal_stores(void) {
         {ADD, TN_DTYPE_F32, TN_DTYPE_F32},   {ADD, TN_DTYPE_BF16, TN_DTYPE_BF16},
         {ADD_BROADCAST, TN_DTYPE_F32, TN_DTYPE_F32}, {MUL, TN_DTYPE_F16, TN_DTYPE_F16},
         {SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32}, {LOG_SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32},
+        {SOFTMAX_BACKWARD, TN_DTYPE_F32, TN_DTYPE_F32}, {LOG_SOFTMAX_BACKWARD, TN_DTYPE_F32, TN_DTYPE_F32},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
