@@ -12,7 +12,8 @@ them from the kernel cache, TORCH_NEURONX_NEFF_CACHE_DIR), after a throwaway com
 Dynamo's "eager" backend has paid Dynamo's own start in this process. "no replay" is the compiled
 step with TORCH_NEURONX_GRAPH_REPLAY=0: every ATen call launched from Python, as before
 replay (compiler/replay.py). "% roof" is, as in bench/llm.py, the decode rate against
-reading every weight once per token at the copy bandwidth.
+reading every weight once per token at the copy bandwidth. "graph cache" says whether neuron's
+compile found the graph in AOTAutograd's cache (compiler/graph_cache.py) or compiled it.
 """
 import argparse
 import os
@@ -29,8 +30,17 @@ from common import copy_bandwidth  # noqa: E402
 from llm import MODELS, tiny_llama  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401
+from torch_neuronx.compiler import get_dynamo_metrics, reset_dynamo_metrics  # noqa: E402
 
 PROMPT, CACHE_LEN = 32, 160
+
+
+def cache_state(backend):
+    """For neuron rows: how many of the compiled graphs came from the graph cache."""
+    if backend != "neuron":
+        return "-"
+    m = get_dynamo_metrics()
+    return f"{m['graph_cache_hits']} of {m['compilations']} hit"
 
 
 def sync(device):
@@ -109,7 +119,7 @@ def main():
                ("neuron eager", "neuron", None, "1"), ("cpu eager", "cpu", None, "1"),
                ("cpu inductor", "cpu", "inductor", "1")]
     print(f"{'model':>10} {'step':>7} {'config':>16} {'ms/step':>9} {'vs neuron eager':>16} {'compile s':>10}"
-          f" {'% roof':>7}")
+          f" {'% roof':>7} {'graph cache':>12}")
     # Dynamo's first compilation in a process also pays for its own start (imports, first
     # traces of Transformers' code); one throwaway compile with the "eager" backend takes that
     # out of whichever configuration would come first
@@ -123,12 +133,14 @@ def main():
             os.environ["TORCH_NEURONX_GRAPH_REPLAY"] = replay
             model = MODELS[name](dtype)
             weight_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
-            rows.append((label, *decode(model, device, backend, args.steps)))
+            reset_dynamo_metrics()
+            rows.append((label, *decode(model, device, backend, args.steps), cache_state(backend)))
             del model
-        base = dict((label, t) for label, t, _ in rows)["neuron eager"]
-        for label, t, c in rows:
+        base = dict((label, t) for label, t, _, _ in rows)["neuron eager"]
+        for label, t, c, cached in rows:
             roof = 100 * weight_bytes / bw / t
-            print(f"{name:>10} {'decode':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f} {roof:>6.0f}%")
+            print(f"{name:>10} {'decode':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f} {roof:>6.0f}%"
+                  f" {cached:>12}")
         if name != "tiny-llama":
             continue
         rows = []
@@ -136,10 +148,12 @@ def main():
             if replay == "0":
                 continue  # training graphs are not replayed
             torch._dynamo.reset()
-            rows.append((label, *train(tiny_llama(dtype), device, backend)))
-        base = dict((label, t) for label, t, _ in rows)["neuron eager"]
-        for label, t, c in rows:
-            print(f"{name:>10} {'train':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f}")
+            reset_dynamo_metrics()
+            rows.append((label, *train(tiny_llama(dtype), device, backend), cache_state(backend)))
+        base = dict((label, t) for label, t, _, _ in rows)["neuron eager"]
+        for label, t, c, cached in rows:
+            print(f"{name:>10} {'train':>7} {label:>16} {t * 1e3:>9.2f} {base / t:>15.2f}x {c:>10.1f} {'':>7}"
+                  f" {cached:>12}")
     os.environ.pop("TORCH_NEURONX_GRAPH_REPLAY")
 
 
