@@ -80,7 +80,8 @@ static void float_rows(const tn_layer_norm *ln, int backward, float *scratch, in
     tn_dtype t = ln->dtype;
     int half = t != TN_DTYPE_F32;
     tn_dtype st = stats_dtype(ln);
-    /* scratch: the row of x, of g (backward), of the result, and w, b widened once */
+    /* scratch: the row of x; the row of g in the backward, or b widened once in the forward
+     * (which has no g); the row of the result; w widened once */
     float *xs = scratch, *gs = scratch + n, *ys = scratch + 2 * n, *ws = scratch + 3 * n, *bs = gs;
     const float *w = ln->weight ? f32_row(k, t, ln->weight, 0, n, ws) : NULL;
     const float *b = !backward && ln->bias ? f32_row(k, t, ln->bias, 0, n, bs) : NULL;

@@ -123,15 +123,21 @@ def _compile_graph(gm, kind):
         _count("fallbacks")
         stats = None
     else:
-        for key, n in stats.items():
-            _count(key, n)
         if debug:
             with open(os.path.join(debug, name + ".fused.txt"), "w") as f:
                 f.write(gm.print_readable(print_output=False))
     gm.recompile()  # once, after every pass (each leaves the code to regenerate)
+    count_compilation(start, stats)
+    return gm, stats
+
+
+def count_compilation(start, stats=None):
+    """One graph compiled (or loaded from the graph cache) since `start`, and what its passes
+    did."""
+    for key, n in (stats or {}).items():
+        _count(key, n)
     _count("compilations")
     _count("compile_seconds", time.perf_counter() - start)
-    return gm, stats
 
 
 def runner(forward, kind, written):

@@ -99,6 +99,8 @@ class Program:
     def of(cls, gm, kind, written, stats):
         """The Program of a compiled GraphModule; None when it reads a constant that is not
         a tensor attribute (a subgraph of a higher-order op)."""
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
         source = gm.code  # first: a lazy GraphModule generates its code (and forward) here
         names = {}
         for name, value in type(gm).forward.__globals__.items():
@@ -110,8 +112,6 @@ class Program:
                 names[name] = ("kernel", value.kernel_spec, str(value.device))
             else:
                 names[name] = ("value", value)
-        from torch._subclasses.fake_tensor import unset_fake_temporarily
-
         constants = {}
         for node in gm.graph.nodes:
             if node.op != "get_attr":
@@ -125,7 +125,7 @@ class Program:
 
     def load(self):
         """The callable that runs the program (backend.runner), its kernels loaded."""
-        from .backend import _count, _debug_dir, cache_dir, runner
+        from .backend import _debug_dir, cache_dir, count_compilation, runner
         from .fusion import _spec_key, build_kernels, count_kernel, kernel, launcher
 
         start = time.perf_counter()
@@ -153,10 +153,7 @@ class Program:
             os.makedirs(debug, exist_ok=True)
             with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
                 f.write(self.source)
-        for key, n in stats.items():
-            _count(key, n)
-        _count("compilations")
-        _count("compile_seconds", time.perf_counter() - start)
+        count_compilation(start, stats)
         return runner(functools.partial(env["forward"], attrs), self.kind, self.written)
 
 

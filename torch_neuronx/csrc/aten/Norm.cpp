@@ -45,6 +45,22 @@ const void* data_or_null(const std::optional<Tensor>& t) {
   return t && t->defined() && t->numel() ? t->const_data_ptr() : nullptr;
 }
 
+// mean's and rstd's shape: the input's batch dimensions, then ones.
+std::vector<int64_t> stat_shape(const Tensor& input, int64_t axis) {
+  std::vector<int64_t> shape = input.sizes().slice(0, axis).vec();
+  shape.resize(input.dim(), 1);
+  return shape;
+}
+
+// t summed over the batch dimensions (those before `axis`): a weight or bias gradient.
+Tensor sum_over_batch(const Tensor& t, int64_t axis) {
+  // (an empty dimension list would sum everything: with no batch dimensions there is nothing to sum)
+  if (axis == 0) return t;
+  std::vector<int64_t> batch_dims(axis);
+  for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
+  return at::sum(t, batch_dims);
+}
+
 std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::IntArrayRef shape,
                                               const std::optional<Tensor>& weight,
                                               const std::optional<Tensor>& bias, double eps) {
@@ -56,10 +72,8 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor& input, c10::IntArray
   std::optional<Tensor> w = weight && weight->defined() ? std::optional<Tensor>(weight->contiguous()) : std::nullopt;
   std::optional<Tensor> b = bias && bias->defined() ? std::optional<Tensor>(bias->contiguous()) : std::nullopt;
   Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
-  std::vector<int64_t> stat_shape = input.sizes().slice(0, axis).vec();
-  stat_shape.resize(input.dim(), 1);
-  Tensor mean = at::empty(stat_shape, x.options());
-  Tensor rstd = at::empty(stat_shape, x.options());
+  Tensor mean = at::empty(stat_shape(input, axis), x.options());
+  Tensor rstd = at::empty(stat_shape(input, axis), x.options());
   int64_t n = c10::multiply_integers(shape);
   tn_layer_norm ln{};
   ln.rows = n ? x.numel() / n : 0;
@@ -106,12 +120,8 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
       check(tn_layer_norm_backward_async(current_stream(x.device().index()), "aten::native_layer_norm_backward", &ln));
     }
   }
-  std::vector<int64_t> batch_dims(axis);
-  for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
-  // (an empty dimension list would sum everything: with no batch dimensions there is nothing to sum)
-  auto over_batch = [&](const Tensor& t) { return axis == 0 ? t : at::sum(t, batch_dims); };
-  if (mask[1] && w) dw = over_batch(at::mul(g, at::mul(at::sub(x, mean), rstd))).reshape(w->sizes());
-  if (mask[2] && bias && bias->defined()) db = over_batch(g).reshape(bias->sizes());
+  if (mask[1] && w) dw = sum_over_batch(at::mul(g, at::mul(at::sub(x, mean), rstd)), axis).reshape(w->sizes());
+  if (mask[2] && bias && bias->defined()) db = sum_over_batch(g, axis).reshape(bias->sizes());
   return {dx, dw, db};
 }
 
@@ -123,13 +133,6 @@ double default_eps(c10::ScalarType t) {
     case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::epsilon());
     default: return std::numeric_limits<float>::epsilon();
   }
-}
-
-// rstd's shape: the input's batch dimensions, then ones.
-std::vector<int64_t> stat_shape(const Tensor& input, int64_t axis) {
-  std::vector<int64_t> shape = input.sizes().slice(0, axis).vec();
-  shape.resize(input.dim(), 1);
-  return shape;
 }
 
 tn_layer_norm rms_rows(const Tensor& x, int64_t n, const std::optional<Tensor>& w, const Tensor& rstd) {
@@ -195,12 +198,8 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& i
     }
     dx = dx.to(input.scalar_type());
   }
-  if (mask[1] && weight && weight->defined()) {
-    std::vector<int64_t> batch_dims(axis);
-    for (int64_t i = 0; i < axis; i++) batch_dims[i] = i;
-    Tensor prod = at::mul(g, at::mul(x, r));
-    dw = (axis == 0 ? prod : at::sum(prod, batch_dims)).reshape(weight->sizes()).to(weight->scalar_type());
-  }
+  if (mask[1] && weight && weight->defined())
+    dw = sum_over_batch(at::mul(g, at::mul(x, r)), axis).reshape(weight->sizes()).to(weight->scalar_type());
   return {dx, dw};
 }
 
