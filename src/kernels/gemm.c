@@ -37,41 +37,55 @@ static inline float load_f32(const char *base, int64_t index, tn_dtype t) {
     }
 }
 
-/* ap[(panel * kc + p) * mr + r] = alpha * A[i0 + panel*mr + r, p0 + p], zero past the edge. */
-static void pack_a(float *ap, const tn_matrix *a, const char *base, int64_t i0, int64_t mc,
-                   int64_t p0, int64_t kc, int32_t mr, float alpha) {
-    for (int64_t panel = 0; panel * mr < mc; panel++) {
-        float *dst = ap + panel * kc * mr;
-        int64_t rows = mc - panel * mr < mr ? mc - panel * mr : mr;
-        if (a->dtype == TN_DTYPE_F32 && a->row_stride == 1 && rows == mr) {
+/* The last rows of a block of mc rows that go in panels of the short micro-kernel's rows: a
+ * short panel takes about gemm_short_mr / gemm_mr of a full one's time, so a block whose
+ * last full panel would be mostly padding ends in short panels instead. With 6 and 4, 128
+ * rows are 20 panels of 6 and two of 4 (21.3 panels' time) instead of 22 of 6, the last of
+ * them holding 2 rows; 16 rows are 6 + 6 + 4 instead of three panels of 6. */
+static int64_t short_rows(const tn_kernel_table *k, int64_t mc) {
+    int64_t mr = k->gemm_mr, s = k->gemm_short_mr, q = mc % mr;
+    if (!k->gemm_ukernel_short || q == 0) return 0;
+    if (mr + q <= 2 * s && mc >= mr + q) return mr + q; /* two short panels for the last full one and q */
+    return q <= s ? q : 0;
+}
+
+/* Panel height at row r of a block whose first `full` rows go in full panels. */
+static int32_t panel_rows(const tn_kernel_table *k, int64_t r, int64_t full) {
+    return r < full ? k->gemm_mr : k->gemm_short_mr;
+}
+
+/* Rows i0 .. i0+mc of A, columns p0 .. p0+kc, scaled by alpha, in panels: the panel of h rows
+ * starting at row r of the block is ap[r * kc + p * h + i] = alpha * A[i0 + r + i, p0 + p],
+ * zero past the edge; rows before `full` go in panels of gemm_mr rows, the rest of
+ * gemm_short_mr. */
+static void pack_a(const tn_kernel_table *k, float *ap, const tn_matrix *a, const char *base, int64_t i0,
+                   int64_t mc, int64_t full, int64_t p0, int64_t kc, float alpha) {
+    const int32_t es = tn_dtype_size(a->dtype);
+    for (int64_t r0 = 0, h; r0 < mc; r0 += h) {
+        h = panel_rows(k, r0, full);
+        float *dst = ap + r0 * kc;
+        int32_t rows = (int32_t)(mc - r0 < h ? mc - r0 : h);
+        const char *src = base + ((i0 + r0) * a->row_stride + p0 * a->col_stride) * es;
+        if ((a->dtype == TN_DTYPE_F32 || a->dtype == TN_DTYPE_BF16) && a->col_stride == 1) {
+            /* rows contiguous along k (x in x @ W.T): the ISA's transposing copy. Each row is
+             * a stream of reads (from L3 or memory): the next panel's rows are fetched while
+             * this one is copied, which hides their first misses */
+            if (r0 + h < mc)
+                for (int64_t r = 0; r < h && r0 + h + r < mc; r++)
+                    for (int64_t p = 0; p < kc * es; p += 64)
+                        __builtin_prefetch(src + (h + r) * a->row_stride * es + p, 0, 3);
+            k->gemm_pack_a(kc, (int32_t)h, rows, src, a->row_stride, a->dtype == TN_DTYPE_BF16, alpha, dst);
+        } else if (a->dtype == TN_DTYPE_F32 && a->row_stride == 1 && rows == h) {
             /* A transposed (a gradient's A^T in a weight gradient): a panel's rows are
-             * contiguous at every k, so copy mr floats per k */
-            const float *src = (const float *)base + (i0 + panel * mr) + p0 * a->col_stride;
+             * contiguous at every k, so copy h floats per k */
+            const float *col = (const float *)src;
             for (int64_t p = 0; p < kc; p++)
-                for (int32_t r = 0; r < mr; r++) dst[p * mr + r] = alpha * src[p * a->col_stride + r];
-            continue;
-        }
-        for (int32_t r = 0; r < mr; r++) {
-            int64_t i = panel * mr + r;
-            if (i >= mc) {
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = 0.0f;
-                continue;
-            }
-            int64_t row = (i0 + i) * a->row_stride + p0 * a->col_stride;
-            if (a->dtype == TN_DTYPE_F32 && a->col_stride == 1) {
-                const float *src = (const float *)base + row;
-                /* each row is a new stream of reads (from L3 or memory): fetching the next one
-                 * while this one is copied hides its first misses (about 5% of a product) */
-                if (i + 1 < mc)
-                    for (int64_t p = 0; p < kc; p += 16) __builtin_prefetch(src + a->row_stride + p, 0, 3);
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * src[p];
-            } else if (a->dtype == TN_DTYPE_BF16 && a->col_stride == 1) {
-                const uint16_t *src = (const uint16_t *)base + row;
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = alpha * tn_bf16_to_f32_inline(src[p]);
-            } else {
+                for (int64_t r = 0; r < h; r++) dst[p * h + r] = alpha * col[p * a->col_stride + r];
+        } else {
+            for (int64_t r = 0; r < h; r++)
                 for (int64_t p = 0; p < kc; p++)
-                    dst[p * mr + r] = alpha * load_f32(base, row + p * a->col_stride, a->dtype);
-            }
+                    dst[p * h + r] = r < rows ? alpha * load_f32(src, r * a->row_stride + p * a->col_stride, a->dtype)
+                                              : 0.0f;
         }
     }
 }
@@ -180,22 +194,27 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                 pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
-                pack_a(ap, &g->a, abase, ic, mc, pc, kc, mr, g->alpha);
+                int64_t full = mc - short_rows(k, mc), n_panels = (full + mr - 1) / mr;
+                if (full < mc) n_panels += (mc - full + k->gemm_short_mr - 1) / k->gemm_short_mr;
+                pack_a(k, ap, &g->a, abase, ic, mc, full, pc, kc, g->alpha);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
-                    for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const float *a_panel = ap + (ir / mr) * kc * mr;
+                    int64_t panel = 0;
+                    for (int64_t ir = 0, h; ir < mc; ir += h, panel++) {
+                        h = panel_rows(k, ir, full);
+                        const float *a_panel = ap + ir * kc;
                         const float *b_panel = bblock + (jr / nr) * kc * nr;
-                        if (g->b_packed && jr + nr < nc)
-                            prefetch_part(b_panel + kc * nr, kc * nr * 4, ir / mr, (mc + mr - 1) / mr);
+                        if (g->b_packed && jr + nr < nc) prefetch_part(b_panel + kc * nr, kc * nr * 4, panel, n_panels);
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
-                        int64_t rows = mc - ir < mr ? mc - ir : mr;
+                        int64_t rows = mc - ir < h ? mc - ir : h;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
                         int add = !overwrite || pc > 0;
-                        if (rows == mr && cols == nr && g->c.col_stride == 1) {
-                            k->gemm_ukernel(kc, a_panel, b_panel, c, g->c.row_stride, add);
+                        void (*ukernel)(int64_t, const float *, const float *, float *, int64_t, int) =
+                            h == mr ? k->gemm_ukernel : k->gemm_ukernel_short;
+                        if (rows == h && cols == nr && g->c.col_stride == 1) {
+                            ukernel(kc, a_panel, b_panel, c, g->c.row_stride, add);
                             continue;
                         }
-                        k->gemm_ukernel(kc, a_panel, b_panel, tile, nr, 0);
+                        ukernel(kc, a_panel, b_panel, tile, nr, 0);
                         add_tile(&g->c, c, tile, rows, cols, nr, 1.0f, add); /* alpha is in ap */
                     }
                 }

@@ -6,6 +6,7 @@
  * where ap and bp are the packed panels (see gemm.c); with add == 0, C is written, not read. */
 #include <stdint.h>
 
+#include "half.h"
 #include "table.h"
 
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -23,7 +24,7 @@
 
 #if defined(__AVX512F__)
 
-enum { MR = 6, NR = 32 };
+enum { MR = 6, NR = 32, SHORT_MR = 4 };
 
 typedef __m512 peak_vec;
 #define PEAK_LANES 16
@@ -32,9 +33,11 @@ typedef __m512 peak_vec;
 #define PEAK_ADD _mm512_add_ps
 #define PEAK_FIRST _mm512_cvtss_f32
 
-static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
+/* rows (MR, or SHORT_MR for the last rows of a block) x 32 */
+static inline __attribute__((always_inline)) void ukernel_rows(int rows, int64_t kc, const float *ap, const float *bp,
+                                                               float *c, int64_t ldc, int add) {
     __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < rows; i++) {
         acc[i][0] = acc[i][1] = _mm512_setzero_ps();
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
@@ -42,13 +45,21 @@ static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int6
     for (int64_t p = 0; p < kc; p++) {
         _mm_prefetch((const char *)(bp + (p + 8) * NR), _MM_HINT_T0);
         __m512 b0 = _mm512_loadu_ps(bp + p * NR), b1 = _mm512_loadu_ps(bp + p * NR + 16);
-        for (int i = 0; i < MR; i++) {
-            __m512 a = _mm512_set1_ps(ap[p * MR + i]);
+        for (int i = 0; i < rows; i++) {
+            __m512 a = _mm512_set1_ps(ap[p * rows + i]);
             acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
         }
     }
-    tn_store_tile_512(c, ldc, acc, MR, add);
+    tn_store_tile_512(c, ldc, acc, rows, add);
+}
+
+static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
+    ukernel_rows(MR, kc, ap, bp, c, ldc, add);
+}
+
+static void ukernel_short(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
+    ukernel_rows(SHORT_MR, kc, ap, bp, c, ldc, add);
 }
 
 static float dot(int64_t n, const float *x, const float *y) {
@@ -71,7 +82,7 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
-enum { MR = 6, NR = 16 };
+enum { MR = 6, NR = 16, SHORT_MR = 4 };
 
 typedef __m256 peak_vec;
 #define PEAK_LANES 8
@@ -80,14 +91,20 @@ typedef __m256 peak_vec;
 #define PEAK_ADD _mm256_add_ps
 #define PEAK_FIRST _mm256_cvtss_f32
 
-/* The twelve accumulators are named variables, not an array: GCC 12 kept an array of them in
+/* The accumulators are named variables, not an array: GCC 12 kept an array of them in
  * registers but also stored ten of them to the stack on every step of the k loop, which
  * held this kernel to a third of the FMA peak. */
+#define TN_ROW_ACC(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = c##i##0;
+#define TN_ROW_FETCH(i)                                          \
+    _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);      \
+    _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
 #define TN_ROW_FMA(i)                                     \
     a = _mm256_broadcast_ss(ap + i);                      \
     c##i##0 = _mm256_fmadd_ps(a, b0, c##i##0);            \
     c##i##1 = _mm256_fmadd_ps(a, b1, c##i##1);
 #define TN_ROW_STORE(i) store_row(c + i * ldc, c##i##0, c##i##1, add);
+#define TN_ROWS_6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define TN_ROWS_4(X) X(0) X(1) X(2) X(3)
 
 static inline void store_row(float *row, __m256 lo, __m256 hi, int add) {
     if (add) {
@@ -98,26 +115,25 @@ static inline void store_row(float *row, __m256 lo, __m256 hi, int add) {
     _mm256_storeu_ps(row + 8, hi);
 }
 
-static void ukernel(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    /* the tile of C this kernel adds to at the end comes from L3 or memory (the tiles of a
-     * large C are visited once per k block): fetch it while the products run */
-    if (add)
-        for (int i = 0; i < MR; i++) {
-            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-            _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
-        }
-    /* Four k steps per loop turn: with one, the loop's own instructions held the kernel to
-     * 75-80% of the FMA peak once A's panels came from L2 (126-154 against 163-173 GFLOP/s
-     * on two Zen 3 cores). */
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
-        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), a;
-        TN_ROW_FMA(0) TN_ROW_FMA(1) TN_ROW_FMA(2) TN_ROW_FMA(3) TN_ROW_FMA(4) TN_ROW_FMA(5)
+/* A micro-kernel of ROWS x 16. The tile of C it adds to at the end comes from L3 or memory
+ * (the tiles of a large C are visited once per k block): it is fetched while the products
+ * run. Four k steps per loop turn: with one, the loop's own instructions held the kernel to
+ * 75-80% of the FMA peak once A's panels came from L2 (126-154 against 163-173 GFLOP/s on two
+ * Zen 3 cores). The four-row kernel keeps eight chains of FMAs in flight, as many as two FMA
+ * pipes of four cycles' latency take. */
+#define TN_UKERNEL(name, ROWS)                                                                     \
+    static void name(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) { \
+        TN_ROWS_##ROWS(TN_ROW_ACC)                                                                 \
+        if (add) { TN_ROWS_##ROWS(TN_ROW_FETCH) }                                                  \
+        _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; p++, ap += ROWS, bp += NR) {          \
+            __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), a;                     \
+            TN_ROWS_##ROWS(TN_ROW_FMA)                                                             \
+        }                                                                                          \
+        TN_ROWS_##ROWS(TN_ROW_STORE)                                                               \
     }
-    TN_ROW_STORE(0) TN_ROW_STORE(1) TN_ROW_STORE(2) TN_ROW_STORE(3) TN_ROW_STORE(4) TN_ROW_STORE(5)
-}
+
+TN_UKERNEL(ukernel, 6)
+TN_UKERNEL(ukernel_short, 4)
 
 static float dot(int64_t n, const float *x, const float *y) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -137,7 +153,7 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 #else
 
-enum { MR = 4, NR = 8 };
+enum { MR = 4, NR = 8, SHORT_MR = 0 }; /* MR = 4 already: no shorter kernel */
 
 typedef float peak_vec; /* no FMA instruction here: a multiply and an add */
 #define PEAK_LANES 1
@@ -166,6 +182,68 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 #endif
 
+/* A panel of A for the micro-kernels: dst[p * h + r] = alpha * A[r, p] for p < kc, where row r
+ * (r < rows <= h) is contiguous along k at a + r * lda elements (float32, or bfloat16 when
+ * `bf16`), and zero for rows <= r < h. */
+static inline float load_a(const void *a, int64_t i, int bf16) {
+    if (!bf16) return ((const float *)a)[i];
+    return tn_bf16_to_f32_inline(((const uint16_t *)a)[i]);
+}
+
+static void pack_a_scalar(int64_t p0, int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16,
+                          float alpha, float *dst) {
+    for (int32_t r = 0; r < h; r++)
+        for (int64_t p = p0; p < kc; p++) dst[p * h + r] = r < rows ? alpha * load_a(a, r * lda + p, bf16) : 0.0f;
+}
+
+#if defined(__AVX2__)
+static inline __m256 load_a8(const void *a, int64_t i, int bf16) {
+    if (!bf16) return _mm256_loadu_ps((const float *)a + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)a + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Eight k steps at a time: eight rows' vectors (the missing ones zero) transposed into one
+ * vector per k step, of which the first h lanes are stored. Writing one float at a time at
+ * stride h instead cost 4-5% of a product at M = 128. */
+static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+                         float *dst) {
+    int64_t p = 0;
+    if (h == 4 || h == 6) {
+        const __m256 scale = _mm256_set1_ps(alpha);
+        for (; p + 8 <= kc; p += 8) {
+            __m256 v[8];
+            for (int r = 0; r < 8; r++)
+                v[r] = r < rows ? _mm256_mul_ps(scale, load_a8(a, r * lda + p, bf16)) : _mm256_setzero_ps();
+            /* pairs of rows, then quads, then halves: t[q] holds k step q for all rows */
+            __m256 u0 = _mm256_unpacklo_ps(v[0], v[1]), u1 = _mm256_unpackhi_ps(v[0], v[1]);
+            __m256 u2 = _mm256_unpacklo_ps(v[2], v[3]), u3 = _mm256_unpackhi_ps(v[2], v[3]);
+            __m256 u4 = _mm256_unpacklo_ps(v[4], v[5]), u5 = _mm256_unpackhi_ps(v[4], v[5]);
+            __m256 u6 = _mm256_unpacklo_ps(v[6], v[7]), u7 = _mm256_unpackhi_ps(v[6], v[7]);
+            __m256 q0 = _mm256_shuffle_ps(u0, u2, 0x44), q1 = _mm256_shuffle_ps(u0, u2, 0xEE);
+            __m256 q2 = _mm256_shuffle_ps(u1, u3, 0x44), q3 = _mm256_shuffle_ps(u1, u3, 0xEE);
+            __m256 q4 = _mm256_shuffle_ps(u4, u6, 0x44), q5 = _mm256_shuffle_ps(u4, u6, 0xEE);
+            __m256 q6 = _mm256_shuffle_ps(u5, u7, 0x44), q7 = _mm256_shuffle_ps(u5, u7, 0xEE);
+            __m256 t[8] = {_mm256_permute2f128_ps(q0, q4, 0x20), _mm256_permute2f128_ps(q1, q5, 0x20),
+                           _mm256_permute2f128_ps(q2, q6, 0x20), _mm256_permute2f128_ps(q3, q7, 0x20),
+                           _mm256_permute2f128_ps(q0, q4, 0x31), _mm256_permute2f128_ps(q1, q5, 0x31),
+                           _mm256_permute2f128_ps(q2, q6, 0x31), _mm256_permute2f128_ps(q3, q7, 0x31)};
+            for (int q = 0; q < 8; q++) {
+                float *d = dst + (p + q) * h;
+                _mm_storeu_ps(d, _mm256_castps256_ps128(t[q]));
+                if (h == 6) _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(t[q], 1));
+            }
+        }
+    }
+    pack_a_scalar(p, kc, h, rows, a, lda, bf16, alpha, dst);
+}
+#else
+static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+                         float *dst) {
+    pack_a_scalar(0, kc, h, rows, a, lda, bf16, alpha, dst);
+}
+#endif
+
 /* The FMA peak probe: twelve independent chains x = x * m + a, enough to keep two FMA pipes of
  * four or five cycles' latency busy, and nothing else in the loop. m < 1 and a = 1 - m keep
  * the values between 1 and their start. The chains are named variables for the reason given
@@ -191,6 +269,11 @@ void TN_CONCAT(tn_gemm_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->gemm_mr = MR;
     t->gemm_nr = NR;
     t->gemm_ukernel = ukernel;
+#if defined(__AVX512F__) || defined(__AVX2__)
+    t->gemm_short_mr = SHORT_MR;
+    t->gemm_ukernel_short = ukernel_short;
+#endif
+    t->gemm_pack_a = pack_a_panel;
     t->dot_f32 = dot;
     t->fma_burst = fma_burst;
 }

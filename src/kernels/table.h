@@ -23,6 +23,14 @@ typedef struct tn_kernel_table {
     int32_t gemm_nr;
     /* add: c += the product; else c = the product (C is not read) */
     void (*gemm_ukernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
+    /* the same for panels of gemm_short_mr < gemm_mr rows, which the last rows of a block
+     * take when a last full panel would be mostly padding; 0 and NULL where there is none */
+    int32_t gemm_short_mr;
+    void (*gemm_ukernel_short)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
+    /* a panel of h rows of packed A: dst[p*h + r] = alpha * A[r, p] for p < kc, row r < rows
+     * contiguous at a + r*lda elements (float32, or bfloat16 when bf16), zero for r >= rows */
+    void (*gemm_pack_a)(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+                        float *dst);
     /* `iters` steps of independent FMA chains in the widest vectors (the FMA peak probe);
      * returns the floating-point operations done; *sink gets a value of the chains */
     double (*fma_burst)(int64_t iters, float *sink);

@@ -146,6 +146,14 @@ void test_gemm_every_isa(void) {
         {1, 200, 1100, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* m past MC: rows split when B is packed; n past NC */
         {1, 150, 1300, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* n > 8 m: columns split, B packed or not */
         {1, 200, 50, 300, 0, 1, 0.5f, 2.0f, TN_DTYPE_F32, 0},   /* the same with alpha, beta, two k blocks */
+        /* the last rows of a block in short panels (6-row kernels: 16 = 6 + 6 + 4, 20 = 6 + 6 + 4
+         * + 4, 139 = 22 * 6 + 4 + 3, 142 = 23 * 6 + 4), A contiguous, transposed, bf16 */
+        {1, 16, 300, 48, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32, 0},
+        {1, 20, 37, 40, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32, 0},
+        {1, 139, 70, 33, 0, 1, 1.0f, 0.0f, TN_DTYPE_F32, 0},
+        {1, 142, 300, 20, 1, 0, 2.0f, 0.5f, TN_DTYPE_F32, 0},
+        {1, 20, 301, 40, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},
+        {1, 9, 13, 17, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
