@@ -115,16 +115,16 @@ static inline void store_row(float *row, __m256 lo, __m256 hi, int add) {
     _mm256_storeu_ps(row + 8, hi);
 }
 
-/* A micro-kernel of ROWS x 16. The tile of C it adds to at the end comes from L3 or memory
- * (the tiles of a large C are visited once per k block): it is fetched while the products
- * run. Four k steps per loop turn: with one, the loop's own instructions held the kernel to
+/* A micro-kernel of ROWS x 16. The tile of C it adds to or stores at the end comes from L3 or
+ * memory (the tiles of a large C are visited once per k block): it is fetched while the
+ * products run, so that neither the loads nor the stores wait for it. Four k steps per loop turn: with one, the loop's own instructions held the kernel to
  * 75-80% of the FMA peak once A's panels came from L2 (126-154 against 163-173 GFLOP/s on two
  * Zen 3 cores). The four-row kernel keeps eight chains of FMAs in flight, as many as two FMA
  * pipes of four cycles' latency take. */
 #define TN_UKERNEL(name, ROWS)                                                                     \
     static void name(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) { \
         TN_ROWS_##ROWS(TN_ROW_ACC)                                                                 \
-        if (add) { TN_ROWS_##ROWS(TN_ROW_FETCH) }                                                  \
+        TN_ROWS_##ROWS(TN_ROW_FETCH)                                                               \
         _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; p++, ap += ROWS, bp += NR) {          \
             __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), a;                     \
             TN_ROWS_##ROWS(TN_ROW_FMA)                                                             \
