@@ -40,6 +40,50 @@ void test_stream_order(void) {
     CHECK(tn_stream_query(s) == TN_STATUS_OK);
 }
 
+/* A task whose arguments are `words` ints after the header, each (seq * 7 + i): checks they
+ * arrived whole, then logs seq. */
+typedef struct sized_arg {
+    int *log;
+    int *len;
+    int seq;
+    int words;
+    int data[];
+} sized_arg;
+
+static tn_status check_sized(void *p) {
+    sized_arg *a = p;
+    int ok = 1;
+    for (int i = 0; i < a->words; i++) ok &= a->data[i] == a->seq * 7 + i;
+    a->log[(*a->len)++] = ok ? a->seq : -1;
+    return TN_STATUS_OK;
+}
+
+/* Tasks with arguments from none to 8 KB, launched in bursts, run in order with every
+ * argument intact (each launch keeps its own copy of its argument bytes). */
+void test_stream_task_sizes(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    enum { TASKS = 600 };
+    static int log[TASKS];
+    int len = 0;
+    const int words[] = {0, 3, 500, 511, 512, 2000};
+    sized_arg *a = malloc(sizeof *a + 2000 * sizeof(int));
+    CHECK(a != NULL);
+    for (int i = 0; i < TASKS; i++) {
+        a->log = log;
+        a->len = &len;
+        a->seq = i;
+        a->words = words[i % 6];
+        for (int w = 0; w < a->words; w++) a->data[w] = i * 7 + w;
+        CHECK_OK(tn_stream_launch(s, "sized", check_sized, a, sizeof *a + (size_t)a->words * sizeof(int)));
+        if (i % 150 == 149) CHECK_OK(tn_stream_synchronize(s));
+    }
+    CHECK_OK(tn_stream_synchronize(s));
+    free(a);
+    CHECK(len == TASKS);
+    for (int i = 0; i < TASKS; i++) CHECK(log[i] == i);
+}
+
 void test_event_ordering(void) {
     /* A slow producer on stream 1 and a consumer on stream 2 that waits for its event. */
     tn_stream_t a, b;
