@@ -54,6 +54,12 @@ static int32_t panel_rows(const tn_kernel_table *k, int64_t r, int64_t full) {
     return r < full ? k->gemm_mr : k->gemm_short_mr;
 }
 
+/* Panels of a block of mc rows whose first `full` rows go in full panels. */
+static int64_t block_panels(const tn_kernel_table *k, int64_t mc, int64_t full) {
+    int64_t n = (full + k->gemm_mr - 1) / k->gemm_mr;
+    return full < mc ? n + (mc - full + k->gemm_short_mr - 1) / k->gemm_short_mr : n;
+}
+
 /* Rows i0 .. i0+mc of A, columns p0 .. p0+kc, scaled by alpha, in panels: the panel of h rows
  * starting at row r of the block is ap[r * kc + p * h + i] = alpha * A[i0 + r + i, p0 + p],
  * zero past the edge; rows before `full` go in panels of gemm_mr rows, the rest of
@@ -194,8 +200,7 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                 pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
-                int64_t full = mc - short_rows(k, mc), n_panels = (full + mr - 1) / mr;
-                if (full < mc) n_panels += (mc - full + k->gemm_short_mr - 1) / k->gemm_short_mr;
+                int64_t full = mc - short_rows(k, mc), n_panels = block_panels(k, mc, full);
                 pack_a(k, ap, &g->a, abase, ic, mc, full, pc, kc, g->alpha);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t panel = 0;

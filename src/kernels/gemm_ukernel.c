@@ -117,10 +117,11 @@ static inline void store_row(float *row, __m256 lo, __m256 hi, int add) {
 
 /* A micro-kernel of ROWS x 16. The tile of C it adds to or stores at the end comes from L3 or
  * memory (the tiles of a large C are visited once per k block): it is fetched while the
- * products run, so that neither the loads nor the stores wait for it. Four k steps per loop turn: with one, the loop's own instructions held the kernel to
- * 75-80% of the FMA peak once A's panels came from L2 (126-154 against 163-173 GFLOP/s on two
- * Zen 3 cores). The four-row kernel keeps eight chains of FMAs in flight, as many as two FMA
- * pipes of four cycles' latency take. */
+ * products run, so that neither the loads nor the stores wait for it. Four k steps per loop
+ * turn: with one, the loop's own instructions held the kernel to 75-80% of the FMA peak once
+ * A's panels came from L2 (126-154 against 163-173 GFLOP/s on two Zen 3 cores). The four-row
+ * kernel keeps eight chains of FMAs in flight, as many as two FMA pipes of four cycles'
+ * latency take. */
 #define TN_UKERNEL(name, ROWS)                                                                     \
     static void name(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add) { \
         TN_ROWS_##ROWS(TN_ROW_ACC)                                                                 \
@@ -153,7 +154,7 @@ static float dot(int64_t n, const float *x, const float *y) {
 
 #else
 
-enum { MR = 4, NR = 8, SHORT_MR = 0 }; /* MR = 4 already: no shorter kernel */
+enum { MR = 4, NR = 8 };
 
 typedef float peak_vec; /* no FMA instruction here: a multiply and an add */
 #define PEAK_LANES 1
@@ -269,7 +270,7 @@ void TN_CONCAT(tn_gemm_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->gemm_mr = MR;
     t->gemm_nr = NR;
     t->gemm_ukernel = ukernel;
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__AVX512F__) || defined(__AVX2__) /* the reference kernel has 4 rows already */
     t->gemm_short_mr = SHORT_MR;
     t->gemm_ukernel_short = ukernel_short;
 #endif
