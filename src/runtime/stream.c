@@ -1,8 +1,11 @@
 /* Streams (in-order queues, one worker thread each) and events.
  *
- * A launch appends a task with its own copy of the arguments and wakes the stream's worker;
- * the worker runs tasks one at a time in order. Counters of enqueued and completed tasks let
- * a host thread wait for "everything enqueued so far" without a marker task. */
+ * A launch writes its task, with its own copy of the arguments, into the stream's ring
+ * (task_ring.h) and wakes the worker only if it sleeps; the worker runs tasks one at a time in
+ * order. Launches and the worker share no lock: a launch takes the stream's launch lock (other
+ * launching threads are its only contenders), the worker reads the ring's counters. Counters
+ * of enqueued and completed tasks let a host thread wait for "everything enqueued so far"
+ * without a marker task. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
@@ -12,28 +15,26 @@
 #include <sched.h>
 
 #include "internal.h"
+#include "task_ring.h"
 #include "tn/capture.h"
 
-typedef struct tn_task {
-    struct tn_task *next;
-    const char *op;
-    tn_task_fn fn;
-    _Alignas(max_align_t) unsigned char arg[];
-} tn_task;
+/* Bytes of a stream's ring: a few hundred launches of elementwise work in flight. */
+#define RING_BYTES (256u << 10)
 
 struct tn_stream {
     int32_t device;
     int32_t index;
-    pthread_mutex_t lock;
+    tn_task_ring ring;
+    pthread_mutex_t launch_lock; /* one launch at a time; held by tn_stream_run_if_idle */
+    pthread_mutex_t lock;        /* sleeping and waking, the kept error */
     pthread_cond_t has_work;
     pthread_cond_t progress;
-    tn_task *head;
-    tn_task *tail;
-    uint64_t enqueued;
-    uint64_t completed;
+    uint64_t enqueued;      /* atomic, written under launch_lock */
+    uint64_t completed;     /* atomic, written by the worker */
+    int32_t worker_waiting; /* atomic: the worker sleeps on has_work */
+    int32_t host_waiting;   /* atomic: host threads sleeping on progress */
     tn_status error;
     char error_msg[512];
-    int worker_waiting; /* the worker sleeps on has_work: only then does a launch signal */
 };
 
 /* Before sleeping on a condition variable, the worker and a synchronizing host thread spin
@@ -41,14 +42,24 @@ struct tn_stream {
  * then seen without the futex wake-up, which costs 10-30 us on a virtual machine. */
 #define SPIN 200
 
-static void spin_until_nonzero(void *const *p) {
-    for (int i = 0; i < SPIN && !__atomic_load_n(p, __ATOMIC_ACQUIRE); i++) sched_yield();
-}
-
 static _Thread_local int8_t current_index[TN_MAX_DEVICES];
 
 /* Set once a worker thread exists: a fork() after that leaves a child without workers. */
 int32_t tn_stream_threads_started;
+
+/* The sleeping side of the two wake-ups below. Each pairs a sequentially consistent store of
+ * a counter with a load of a waiting flag on one side, and the opposite on the other side, so
+ * either the sleeper sees the new counter or the waker sees the flag (and then takes `lock`,
+ * which the sleeper holds until it waits). */
+static void sleep_for_work(tn_stream_t s) {
+    for (int i = 0; i < SPIN && !tn_task_ring_pending(&s->ring); i++) sched_yield();
+    if (tn_task_ring_pending(&s->ring)) return;
+    pthread_mutex_lock(&s->lock);
+    __atomic_store_n(&s->worker_waiting, 1, __ATOMIC_SEQ_CST);
+    while (!tn_task_ring_pending(&s->ring)) pthread_cond_wait(&s->has_work, &s->lock);
+    __atomic_store_n(&s->worker_waiting, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->lock);
+}
 
 static void *worker_main(void *p) {
     tn_stream_t s = p;
@@ -56,45 +67,48 @@ static void *worker_main(void *p) {
     snprintf(name, sizeof name, "tn-stream%d.%d", (int)s->device, (int)s->index);
     pthread_setname_np(pthread_self(), name);
     for (;;) {
-        spin_until_nonzero((void *const *)&s->head);
-        pthread_mutex_lock(&s->lock);
-        while (!s->head) {
-            s->worker_waiting = 1;
-            pthread_cond_wait(&s->has_work, &s->lock);
-            s->worker_waiting = 0;
+        tn_task *t = tn_task_ring_peek(&s->ring);
+        if (!t) {
+            sleep_for_work(s);
+            continue;
         }
-        tn_task *t = s->head;
-        pthread_mutex_unlock(&s->lock);
-
         tn_clear_error();
-        tn_status st = t->fn(t->arg);
-
-        pthread_mutex_lock(&s->lock);
-        if (st != TN_STATUS_OK && s->error == TN_STATUS_OK) {
-            s->error = st;
-            snprintf(s->error_msg, sizeof s->error_msg, "%s failed: %s", t->op,
-                     tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
+        tn_status st = t->fn(tn_task_arg(t));
+        if (st != TN_STATUS_OK) {
+            pthread_mutex_lock(&s->lock);
+            if (s->error == TN_STATUS_OK) {
+                s->error = st;
+                snprintf(s->error_msg, sizeof s->error_msg, "%s failed: %s", t->op,
+                         tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
+            }
+            pthread_mutex_unlock(&s->lock);
         }
-        __atomic_store_n(&s->head, t->next, __ATOMIC_RELEASE);
-        if (!s->head) s->tail = NULL;
-        __atomic_store_n(&s->completed, s->completed + 1, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&s->progress);
-        pthread_mutex_unlock(&s->lock);
-        free(t);
+        tn_task_ring_release(&s->ring, t);
+        __atomic_store_n(&s->completed, s->completed + 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&s->host_waiting, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&s->lock);
+            pthread_cond_broadcast(&s->progress);
+            pthread_mutex_unlock(&s->lock);
+        }
     }
     return NULL;
 }
 
 static tn_status stream_create(int32_t device, int32_t index, tn_stream_t *out) {
     tn_stream_t s = calloc(1, sizeof *s);
-    if (!s) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a stream");
+    if (!s || tn_task_ring_init(&s->ring, RING_BYTES) != 0) {
+        free(s);
+        return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a stream");
+    }
     s->device = device;
     s->index = index;
+    pthread_mutex_init(&s->launch_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->has_work, NULL);
     pthread_cond_init(&s->progress, NULL);
     pthread_t thread;
     if (pthread_create(&thread, NULL, worker_main, s) != 0) {
+        tn_task_ring_destroy(&s->ring);
         free(s);
         return tn_error(TN_STATUS_INTERNAL, "could not start a stream worker thread");
     }
@@ -151,21 +165,23 @@ static tn_status enqueue(tn_stream_t s, const char *op, tn_task_fn fn, const voi
                          size_t arg_size) {
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
-    tn_task *t = malloc(sizeof *t + arg_size);
-    if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", op);
-    t->next = NULL;
+    pthread_mutex_lock(&s->launch_lock);
+    tn_task *t = tn_task_ring_reserve(&s->ring, arg_size);
+    if (!t) {
+        pthread_mutex_unlock(&s->launch_lock);
+        return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", op);
+    }
     t->op = op;
     t->fn = fn;
-    if (arg_size) memcpy(t->arg, arg, arg_size);
-    pthread_mutex_lock(&s->lock);
-    if (s->tail)
-        s->tail->next = t;
-    else
-        __atomic_store_n(&s->head, t, __ATOMIC_RELEASE);
-    s->tail = t;
-    s->enqueued++;
-    if (s->worker_waiting) pthread_cond_signal(&s->has_work);
-    pthread_mutex_unlock(&s->lock);
+    if (arg_size) memcpy(tn_task_arg(t), arg, arg_size);
+    __atomic_store_n(&s->enqueued, s->enqueued + 1, __ATOMIC_RELAXED);
+    tn_task_ring_publish(&s->ring);
+    pthread_mutex_unlock(&s->launch_lock);
+    if (__atomic_load_n(&s->worker_waiting, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&s->lock);
+        pthread_cond_signal(&s->has_work);
+        pthread_mutex_unlock(&s->lock);
+    }
     if (tn_capture_active()) tn_capture_record(s, op, fn, arg, arg_size);
     return TN_STATUS_OK;
 }
@@ -180,29 +196,32 @@ tn_status tn_stream_launch(tn_stream_t s, const char *op, tn_task_fn fn, const v
     return st != TN_STATUS_OK ? st : after_launch(s);
 }
 
+static int idle(tn_stream_t s) {
+    return __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&s->enqueued, __ATOMIC_ACQUIRE);
+}
+
 tn_status tn_stream_run_if_idle(tn_stream_t s, const char *op, tn_task_fn fn, void *arg) {
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;
     if (tn_capture_active()) return TN_STATUS_NOT_READY; /* recorded launches only */
-    pthread_mutex_lock(&s->lock);
-    if (s->head) {
-        pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&s->launch_lock);
+    if (!idle(s)) {
+        pthread_mutex_unlock(&s->launch_lock);
         return TN_STATUS_NOT_READY;
     }
-    /* Holding the lock keeps other launches behind this work, as if it had been enqueued. */
+    /* Holding the launch lock keeps other launches behind this work, as if it had been
+     * enqueued. */
     tn_clear_error();
     st = fn(arg);
     if (st != TN_STATUS_OK)
         tn_error(st, "%s failed: %s", op, tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->launch_lock);
     return st;
 }
 
 tn_status tn_stream_query(tn_stream_t s) {
-    pthread_mutex_lock(&s->lock);
-    int done = s->completed == s->enqueued;
-    pthread_mutex_unlock(&s->lock);
-    return done ? TN_STATUS_OK : TN_STATUS_NOT_READY;
+    return idle(s) ? TN_STATUS_OK : TN_STATUS_NOT_READY;
 }
 
 static tn_status take_error_locked(tn_stream_t s) {
@@ -230,15 +249,15 @@ tn_status tn_stream_synchronize(tn_stream_t s) {
 }
 
 void tn_stream_wait_idle(tn_stream_t s) {
+    uint64_t target = __atomic_load_n(&s->enqueued, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < SPIN && __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) < target; i++)
+        sched_yield();
+    if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= target) return;
     pthread_mutex_lock(&s->lock);
-    uint64_t target = s->enqueued;
-    if (s->completed < target) {
-        pthread_mutex_unlock(&s->lock);
-        for (int i = 0; i < SPIN && __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) < target; i++)
-            sched_yield();
-        pthread_mutex_lock(&s->lock);
-    }
-    while (s->completed < target) pthread_cond_wait(&s->progress, &s->lock);
+    __atomic_add_fetch(&s->host_waiting, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&s->completed, __ATOMIC_SEQ_CST) < target)
+        pthread_cond_wait(&s->progress, &s->lock);
+    __atomic_sub_fetch(&s->host_waiting, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -1,10 +1,13 @@
 /* Streams, events, the caching allocator, pinned memory and asynchronous copies. The runtime
  * was started by main.c with 4 devices of 64 MiB. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "check.h"
+#include "runtime/task_ring.h"
 #include "tn/tn.h"
 
 static void sleep_ms(int ms) {
@@ -82,6 +85,107 @@ void test_stream_task_sizes(void) {
     free(a);
     CHECK(len == TASKS);
     for (int i = 0; i < TASKS; i++) CHECK(log[i] == i);
+}
+
+/* The ring itself, one record at a time and in batches, over many wrap-arounds of a 4 KiB
+ * ring: records are whole aligned lines, arguments above 512 bytes go to the heap, fillers are
+ * skipped, and every task comes back in order with its bytes intact. */
+void test_task_ring(void) {
+    tn_task_ring ring;
+    CHECK(tn_task_ring_init(&ring, 1000) == 0);
+    CHECK(ring.capacity == 4096);
+    const size_t sizes[] = {0, 8, 40, 200, 480, 512, 513, 3000};
+    int next_in = 0, next_out = 0;
+    for (int round = 0; round < 400; round++) {
+        int batch = 1 + round % 5;
+        for (int b = 0; b < batch; b++, next_in++) {
+            size_t n = sizes[next_in % 8];
+            tn_task *t = tn_task_ring_reserve(&ring, n);
+            CHECK(t != NULL);
+            CHECK(((uintptr_t)t % TN_TASK_RING_LINE) == 0);
+            CHECK((t->heap_arg != NULL) == (n > 512 - sizeof(tn_task)));
+            t->fn = (tn_task_fn)1;
+            t->op = (const char *)(intptr_t)next_in;
+            memset(tn_task_arg(t), next_in & 0xff, n);
+        }
+        tn_task_ring_publish(&ring);
+        CHECK(tn_task_ring_pending(&ring));
+        for (tn_task *t; (t = tn_task_ring_peek(&ring)); next_out++) {
+            CHECK((intptr_t)t->op == next_out);
+            size_t n = sizes[next_out % 8];
+            const unsigned char *a = tn_task_arg(t);
+            int ok = 1;
+            for (size_t i = 0; i < n; i++) ok &= a[i] == (next_out & 0xff);
+            CHECK(ok);
+            tn_task_ring_release(&ring, t);
+        }
+        CHECK(!tn_task_ring_pending(&ring));
+    }
+    CHECK(next_in == next_out);
+    CHECK(ring.head > 20 * ring.capacity); /* it wrapped many times */
+    tn_task_ring_destroy(&ring);
+}
+
+typedef struct launcher_arg {
+    tn_stream_t stream;
+    int thread;
+    int (*log)[2];
+    int *len;
+    int failures;
+} launcher_arg;
+
+typedef struct pair_arg {
+    int (*log)[2];
+    int *len;
+    int thread, seq;
+    char pad[300]; /* records of several lines */
+} pair_arg;
+
+static tn_status log_pair(void *p) {
+    pair_arg *a = p;
+    a->log[*a->len][0] = a->thread;
+    a->log[*a->len][1] = a->seq;
+    (*a->len)++;
+    return TN_STATUS_OK;
+}
+
+enum { LAUNCHERS = 3, PER_LAUNCHER = 3000 };
+
+static void *launcher(void *p) {
+    launcher_arg *l = p;
+    for (int i = 0; i < PER_LAUNCHER; i++) {
+        pair_arg a = {l->log, l->len, l->thread, i, {0}};
+        if (tn_stream_launch(l->stream, "pair", log_pair, &a, sizeof a) != TN_STATUS_OK) l->failures++;
+        if (i % 1000 == 999 && tn_stream_synchronize(l->stream) != TN_STATUS_OK) l->failures++;
+    }
+    return NULL;
+}
+
+/* Threads launching on one stream at once, past the ring's capacity: every task runs once,
+ * and each thread's tasks run in the order it launched them. */
+void test_stream_many_launchers(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 3, &s));
+    static int log[LAUNCHERS * PER_LAUNCHER][2];
+    int len = 0;
+    pthread_t threads[LAUNCHERS];
+    launcher_arg args[LAUNCHERS];
+    for (int i = 0; i < LAUNCHERS; i++) {
+        args[i] = (launcher_arg){s, i, log, &len, 0};
+        CHECK(pthread_create(&threads[i], NULL, launcher, &args[i]) == 0);
+    }
+    for (int i = 0; i < LAUNCHERS; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK(args[i].failures == 0);
+    }
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(len == LAUNCHERS * PER_LAUNCHER);
+    int next[LAUNCHERS] = {0};
+    int in_order = 1;
+    for (int i = 0; i < len; i++) in_order &= log[i][1] == next[log[i][0]]++;
+    CHECK(in_order);
+    for (int i = 0; i < LAUNCHERS; i++) CHECK(next[i] == PER_LAUNCHER);
+    CHECK(tn_stream_query(s) == TN_STATUS_OK);
 }
 
 void test_event_ordering(void) {
