@@ -8,7 +8,10 @@
 #include <ATen/ops/bitwise_or.h>
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/floor_divide.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu_backward.h>
@@ -40,9 +43,11 @@ using at::TensorIterator;
 
 // Runs `code` natively when the C kernels take the iterator's dtypes; otherwise the op runs
 // through the CPU fallback with its original arguments.
+// An undefined `out` (the functional forms below) takes the result TensorIterator allocated.
 template <class Op, class... Args>
 Tensor& binary(tn_binary_op code, const TensorIterator& iter, Tensor& out,
                const c10::Scalar& alpha, Args&&... args) {
+  if (!out.defined()) out = iter.output();
   if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
   launch_binary(op_name<Op>(), code, iter, alpha);
   return out;
@@ -180,12 +185,66 @@ Tensor& gelu_backward_out(const Tensor& grad, const Tensor& self, c10::string_vi
 } // namespace
 
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  if (!out.defined() && (self.is_complex() || other.is_complex())) {  // functional mul
+    auto device = self.device().is_cpu() ? other.device() : self.device();
+    out = at::empty({0}, at::TensorOptions().dtype(at::result_type(self, other)).device(device));
+  }
   if (out.is_complex() && complex_mul_out(self, other, out)) return out;
   return same_type_out<at::_ops::mul_out, TN_BINARY_MUL>(self, other, out);
 }
 
+namespace {
+
+// Functional and in-place forms of add, sub, mul and div, registered directly. PyTorch's
+// composite forms would build a second TensorIterator (the op's meta function) and dispatch
+// again to the out= form: on small tensors that costs as much as the launch itself. The out=
+// forms take an undefined result and return the one TensorIterator allocated.
+
+// An in-place op writes self at its own shape: a broadcast to a larger one is the error
+// PyTorch raises (TensorIterator would resize self instead).
+void check_in_place_shape(const Tensor& self, const Tensor& other) {
+  if (self.sizes().equals(other.sizes())) return;
+  auto shape = at::infer_size(self.sizes(), other.sizes());
+  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+}
+
+template <Tensor& (*Out)(const Tensor&, const Tensor&, const c10::Scalar&, Tensor&)>
+Tensor with_alpha(const Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
+  Tensor out;
+  return Out(self, other, alpha, out);
+}
+
+template <Tensor& (*Out)(const Tensor&, const Tensor&, const c10::Scalar&, Tensor&)>
+Tensor& with_alpha_(Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
+  check_in_place_shape(self, other);
+  return Out(self, other, alpha, self);
+}
+
+template <Tensor& (*Out)(const Tensor&, const Tensor&, Tensor&)>
+Tensor plain(const Tensor& self, const Tensor& other) {
+  Tensor out;
+  return Out(self, other, out);
+}
+
+template <Tensor& (*Out)(const Tensor&, const Tensor&, Tensor&)>
+Tensor& plain_(Tensor& self, const Tensor& other) {
+  check_in_place_shape(self, other);
+  return Out(self, other, self);
+}
+
+} // namespace
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add.out", add_out);
+  m.impl("add.Tensor", with_alpha<add_out>);
+  m.impl("add_.Tensor", with_alpha_<add_out>);
+  m.impl("sub.Tensor", with_alpha<sub_out>);
+  m.impl("sub_.Tensor", with_alpha_<sub_out>);
+  m.impl("mul.Tensor", plain<mul_out>);
+  m.impl("mul_.Tensor", plain_<mul_out>);
+  m.impl("div.Tensor", plain<div_out>);
+  m.impl("div_.Tensor", plain_<div_out>);
   m.impl("sub.out", sub_out);
   m.impl("mul.out", mul_out);
   m.impl("div.out", div_out);

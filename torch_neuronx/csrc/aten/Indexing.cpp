@@ -1,4 +1,5 @@
 // index_select (and so embedding), where, masked_fill and cat.
+#include <ATen/ops/cat_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
@@ -135,25 +136,29 @@ Tensor& masked_fill_tensor(Tensor& self, const Tensor& mask, const Tensor& value
   return masked_fill_scalar(self, mask, value.item());
 }
 
-Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
-  auto list = tensors.materialize();
-  TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");
-  at::assert_no_internal_overlap(out);
-  for (const Tensor& t : list) at::assert_no_overlap(out, t);
-  // legacy: 1-D empty tensors are skipped
+// The inputs cat copies (1-D empty tensors are skipped, as PyTorch does), the dimension and
+// the result's shape, after PyTorch's checks.
+struct CatPlan {
   std::vector<Tensor> inputs;
+  int64_t dim = 0;
+  std::vector<int64_t> shape{0};
+};
+
+CatPlan plan_cat(const at::MaterializedITensorListRef& list, int64_t dim) {
+  TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  for (size_t i = 0; i < list.size(); i++)
+    TORCH_CHECK(list[i].get().dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+  CatPlan plan;
   for (const Tensor& t : list)
-    if (!(t.dim() == 1 && t.numel() == 0)) inputs.push_back(t);
-  if (inputs.empty()) {
-    at::native::resize_output(out, {0});
-    return out;
-  }
-  const Tensor& ref = inputs[0];
+    if (!(t.dim() == 1 && t.numel() == 0)) plan.inputs.push_back(t);
+  if (plan.inputs.empty()) return plan;
+  const Tensor& ref = plan.inputs[0];
   int64_t d = at::maybe_wrap_dim(dim, ref.dim());
-  std::vector<int64_t> shape = ref.sizes().vec();
+  plan.dim = d;
+  plan.shape = ref.sizes().vec();
   int64_t total = 0;
-  for (size_t i = 0; i < inputs.size(); i++) {
-    const Tensor& t = inputs[i];
+  for (size_t i = 0; i < plan.inputs.size(); i++) {
+    const Tensor& t = plan.inputs[i];
     same_device("cat", ref, t);
     TORCH_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(), " and ", t.dim());
     for (int64_t k = 0; k < ref.dim(); k++)
@@ -162,15 +167,18 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
                   " in the list.");
     total += t.size(d);
   }
-  shape[d] = total;
-  at::native::resize_output(out, shape);
+  plan.shape[d] = total;
+  return plan;
+}
+
+// Every input into its slice of out, in one launch.
+void launch_cat(const CatPlan& plan, const Tensor& out) {
   track_native("aten::cat.out");
-  if (out.numel() == 0) return out;
-  // every input into its slice of out, in one launch
+  if (out.numel() == 0) return;
   tn_tensor o = to_tn_view(out);
   std::vector<tn_tensor> dst, src;
-  int64_t offset = 0;
-  for (const Tensor& t : inputs) {
+  int64_t offset = 0, d = plan.dim;
+  for (const Tensor& t : plan.inputs) {
     if (t.size(d)) {
       tn_tensor slice = o;
       slice.data = static_cast<char*>(o.data) + offset * o.strides[d] * static_cast<int64_t>(out.element_size());
@@ -182,6 +190,32 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   }
   check(tn_copy_many_async(current_stream(out.device().index()), "aten::cat.out", dst.data(), src.data(),
                            static_cast<int32_t>(dst.size())));
+}
+
+Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
+  auto list = tensors.materialize();
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : list) at::assert_no_overlap(out, t);
+  CatPlan plan = plan_cat(list, dim);
+  at::native::resize_output(out, plan.shape);
+  if (!plan.inputs.empty()) launch_cat(plan, out);
+  return out;
+}
+
+// Functional cat, registered directly for inputs of one dtype that are all contiguous (the
+// usual case): the composite form's meta function would check the inputs a second time and
+// dispatch again. Mixed dtypes and other layouts (the result's dtype and memory format follow
+// PyTorch's rules) take the composite form.
+Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  auto list = tensors.materialize();
+  bool simple = !list.empty();
+  for (const Tensor& t : list)
+    simple = simple && t.is_contiguous() && t.scalar_type() == list[0].get().scalar_type() &&
+             t.device() == list[0].get().device();
+  if (!simple) return at::compositeexplicitautogradnonfunctional::cat(tensors, dim);
+  CatPlan plan = plan_cat(list, dim);
+  Tensor out = at::empty(plan.shape, list[0].get().options());
+  if (!plan.inputs.empty()) launch_cat(plan, out);
   return out;
 }
 
@@ -369,6 +403,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_fill_.Scalar", masked_fill_scalar);
   m.impl("masked_fill_.Tensor", masked_fill_tensor);
   m.impl("cat.out", cat_out);
+  m.impl("cat", cat);
 }
 
 } // namespace torch_neuronx::ops

@@ -9,7 +9,9 @@ namespace {
 
 struct Tracker {
   std::mutex lock;
-  std::unordered_map<std::string, int64_t> executed;
+  // Keyed by the name's address: names live for the process (a launch keeps its op's name for
+  // error messages), and hashing a pointer is cheaper than a string on every op.
+  std::unordered_map<const char*, int64_t> executed;
   std::unordered_map<std::string, int64_t> fallback;
   std::set<std::string> warned;  // survives clear_op_tracking(): warn once per process
 };
@@ -41,7 +43,9 @@ bool track_fallback(const std::string& op) {
 std::map<std::string, int64_t> executed_ops() {
   Tracker& t = tracker();
   std::lock_guard<std::mutex> g(t.lock);
-  return sorted(t.executed);
+  std::map<std::string, int64_t> counts;
+  for (const auto& [name, n] : t.executed) counts[name] += n;  // one name may have two addresses
+  return counts;
 }
 
 std::map<std::string, int64_t> fallback_ops() {

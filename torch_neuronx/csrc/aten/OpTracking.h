@@ -7,6 +7,7 @@
 
 namespace torch_neuronx {
 
+// `op` must live for the process (a literal, or op_name<Op>()).
 void track_native(const char* op);
 // Returns true the first time `op` falls back (so the caller warns once).
 bool track_fallback(const std::string& op);

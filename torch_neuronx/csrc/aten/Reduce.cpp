@@ -56,6 +56,19 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
+// Functional sum and mean, registered directly: the composite forms would build the result
+// in a meta function and dispatch again to the out= forms.
+Tensor sum_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                std::optional<c10::ScalarType> dtype) {
+  auto out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+  Tensor out = at::native::create_reduction_result(self, dim, keepdim, out_dtype);
+  return sum_out(self, dim, keepdim, dtype, out);
+}
+
+Tensor sum_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return sum_dims(self, std::nullopt, false, dtype);
+}
+
 Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                  std::optional<c10::ScalarType> dtype, Tensor& out) {
   auto out_dtype = at::native::get_dtype_from_result(out, dtype);
@@ -269,6 +282,8 @@ Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", sum_out);
+  m.impl("sum.dim_IntList", sum_dims);
+  m.impl("sum", sum_all);
   m.impl("mean.out", mean_out);
   m.impl("prod.int_out", prod_out);
   m.impl("amax.out", extreme_out<at::_ops::amax_out, TN_REDUCE_MAX>);

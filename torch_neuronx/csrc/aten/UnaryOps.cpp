@@ -51,8 +51,10 @@ namespace {
 using at::Tensor;
 using at::TensorIterator;
 
+// An undefined `out` (the functional forms below) takes the result TensorIterator allocated.
 template <class Op>
 Tensor& unary(tn_unary_op code, const TensorIterator& iter, const Tensor& self, Tensor& out) {
+  if (!out.defined()) out = iter.output();
   // Bool inputs: the CPU kernels reject most ops; the fallback gives the same answer or error.
   bool bool_ok = code == TN_UNARY_LOGICAL_NOT || code == TN_UNARY_BITWISE_NOT;
   if (!elementwise_dtypes_ok(iter) || (iter.common_dtype() == at::kBool && !bool_ok))
@@ -101,6 +103,7 @@ Tensor& bitwise_not_out(const Tensor& self, Tensor& out) {
 Tensor& gelu_out(const Tensor& self, c10::string_view approximate, Tensor& out) {
   TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
   auto iter = TensorIterator::unary_op(out, self);
+  if (!out.defined()) out = iter.output();
   if (!elementwise_dtypes_ok(iter) || !at::isFloatingType(iter.common_dtype()))
     return via_fallback<at::_ops::gelu_out>(self, approximate, out);
   launch_unary(op_name<at::_ops::gelu_out>(),
@@ -110,6 +113,7 @@ Tensor& gelu_out(const Tensor& self, c10::string_view approximate, Tensor& out) 
 
 Tensor& silu_out(const Tensor& self, Tensor& out) {
   auto iter = TensorIterator::unary_op(out, self);
+  if (!out.defined()) out = iter.output();
   if (!at::isFloatingType(iter.common_dtype())) return via_fallback<at::_ops::silu_out>(self, out);
   return unary<at::_ops::silu_out>(TN_UNARY_SILU, iter, self, out);
 }
@@ -195,9 +199,59 @@ Tensor log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Tensor
   return log_sigmoid_backward_out(grad, self, buffer, grad_input);
 }
 
+// Functional and in-place forms registered directly, as for the binary ops (BinaryOps.cpp):
+// the composite forms would build a second TensorIterator and dispatch again. The out= forms
+// take an undefined result and return the one TensorIterator allocated. Complex inputs keep
+// the composite route.
+template <class Op, class InPlaceOp, Tensor& (*Out)(const Tensor&, Tensor&)>
+struct Forms {
+  static Tensor functional(const Tensor& self) {
+    if (self.is_complex()) return via_fallback<Op>(self);
+    Tensor out;
+    return Out(self, out);
+  }
+  static Tensor& in_place(Tensor& self) {
+    if (self.is_complex()) return via_fallback<InPlaceOp>(self);
+    return Out(self, self);
+  }
+};
+
+template <class Op, class InPlaceOp, Tensor& (*Out)(const Tensor&, Tensor&)>
+void register_forms(torch::Library& m, const char* name) {
+  m.impl(name, Forms<Op, InPlaceOp, Out>::functional);
+  m.impl((std::string(name) + "_").c_str(), Forms<Op, InPlaceOp, Out>::in_place);
+}
+
+Tensor gelu(const Tensor& self, c10::string_view approximate) {
+  if (self.is_complex()) return via_fallback<at::_ops::gelu>(self, approximate);
+  Tensor out;
+  return gelu_out(self, approximate, out);
+}
+
+Tensor& gelu_(Tensor& self, c10::string_view approximate) {
+  if (self.is_complex()) return via_fallback<at::_ops::gelu_>(self, approximate);
+  return gelu_out(self, approximate, self);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define TN_FORMS(name, out) register_forms<at::_ops::name, at::_ops::name##_, out>(m, #name)
+  TN_FORMS(neg, (same_type_out<at::_ops::neg_out, TN_UNARY_NEG>));
+  TN_FORMS(abs, (same_type_out<at::_ops::abs_out, TN_UNARY_ABS>));
+  TN_FORMS(exp, (float_out<at::_ops::exp_out, TN_UNARY_EXP>));
+  TN_FORMS(log, (float_out<at::_ops::log_out, TN_UNARY_LOG>));
+  TN_FORMS(sqrt, (float_out<at::_ops::sqrt_out, TN_UNARY_SQRT>));
+  TN_FORMS(rsqrt, (float_out<at::_ops::rsqrt_out, TN_UNARY_RSQRT>));
+  TN_FORMS(reciprocal, (float_out<at::_ops::reciprocal_out, TN_UNARY_RECIPROCAL>));
+  TN_FORMS(sin, (float_out<at::_ops::sin_out, TN_UNARY_SIN>));
+  TN_FORMS(cos, (float_out<at::_ops::cos_out, TN_UNARY_COS>));
+  TN_FORMS(tanh, (float_out<at::_ops::tanh_out, TN_UNARY_TANH>));
+  TN_FORMS(sigmoid, (float_out<at::_ops::sigmoid_out, TN_UNARY_SIGMOID>));
+  TN_FORMS(silu, silu_out);
+#undef TN_FORMS
+  m.impl("gelu", gelu);
+  m.impl("gelu_", gelu_);
   m.impl("neg.out", same_type_out<at::_ops::neg_out, TN_UNARY_NEG>);
   m.impl("abs.out", same_type_out<at::_ops::abs_out, TN_UNARY_ABS>);
   m.impl("sign.out", same_type_out<at::_ops::sign_out, TN_UNARY_SIGN>);
