@@ -156,6 +156,89 @@ def test_out_and_inplace():
         torch.ones(2, dtype=torch.bool, device="neuron") - torch.ones(2, dtype=torch.bool, device="neuron")
 
 
+DIRECT_BINARY = {"add": lambda a, b: a.add(b, alpha=2), "sub": lambda a, b: a.sub(b, alpha=3),
+                 "mul": torch.Tensor.mul, "div": torch.Tensor.div}
+DIRECT_UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+                "sigmoid"]
+
+
+def test_functional_and_inplace_forms_are_registered_directly():
+    # The composite forms would run a meta function and dispatch again (docs/kernels.md).
+    ops = ["add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor", "mul.Tensor", "mul_.Tensor",
+           "div.Tensor", "div_.Tensor", "silu", "silu_", "gelu", "gelu_", "sum", "sum.dim_IntList",
+           "cat"] + DIRECT_UNARY + [u + "_" for u in DIRECT_UNARY]
+    missing = [op for op in ops if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + op, "PrivateUse1")]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", list(DIRECT_BINARY))
+def test_direct_binary_forms_match_cpu(name):
+    fn = DIRECT_BINARY[name]
+    inplace = getattr(torch.Tensor, name + "_")
+    kw = {"alpha": 2} if name == "add" else {"alpha": 3} if name == "sub" else {}
+    a, b = make((5, 6), torch.float32, 1), make((6,), torch.float32, 2, low=0.5, high=4.0)
+    native_only(lambda: check(fn, a, b))                    # broadcast
+    native_only(lambda: check(fn, a.t(), make((6, 5), torch.float32, 3)))  # non-contiguous
+    scalar = torch.tensor(1.5)                                # stays on the CPU: a wrapped scalar
+    native_only(lambda: torch.testing.assert_close(fn(a.to("neuron"), scalar).cpu(), fn(a, scalar)))
+    native_only(lambda: check(fn, make((4,), torch.int64, 4), make((4,), torch.int64, 5, low=1)))
+    da, ta = a.to("neuron"), a.clone()
+    native_only(lambda: inplace(da, b.to("neuron"), **kw))
+    inplace(ta, b, **kw)
+    torch.testing.assert_close(da.cpu(), ta)
+    view = da.t()[1:4]                                       # in place through a strided view
+    inplace(view, 2.0)
+    inplace(ta.t()[1:4], 2.0)
+    torch.testing.assert_close(da.cpu(), ta)
+    # errors as on the CPU: a broadcast past self's shape, a partial overlap, an unsafe cast
+    def errors(dev):
+        t = torch.ones(5, 6, device=dev)
+        return [(torch.ones(6, device=dev), torch.ones(5, 6, device=dev)), (t[1:], t[:-1]),
+                (torch.ones(3, dtype=torch.int64, device=dev), torch.full((3,), 0.5, device=dev))]
+    for cpu_args, dev_args in zip(errors("cpu"), errors("neuron")):
+        with pytest.raises(RuntimeError) as cpu_err:
+            inplace(*cpu_args)
+        with pytest.raises(RuntimeError) as dev_err:
+            inplace(*dev_args)
+        assert str(dev_err.value) == str(cpu_err.value)
+
+
+@pytest.mark.parametrize("name", DIRECT_UNARY + ["silu", "gelu"])
+def test_direct_unary_forms_match_cpu(name):
+    mod = torch.nn.functional if name in ("silu", "gelu") else torch
+    fn, inplace = getattr(mod, name), getattr(torch.Tensor, name + "_", None)
+    x = make((7, 9), torch.float32, 6, low=0.1, high=3.0)
+    native_only(lambda: check(fn, x))
+    native_only(lambda: check(fn, x.t()))
+    native_only(lambda: check(fn, x.to(torch.bfloat16)))
+    if inplace is None:  # silu_ / gelu_ exist as aten ops only: F.silu(x, inplace=True)
+        inplace = lambda t: fn(t, inplace=True) if name == "silu" else torch.ops.aten.gelu_(t)
+    d, t = x.to("neuron"), x.clone()
+    native_only(lambda: inplace(d.t()))
+    inplace(t.t())
+    torch.testing.assert_close(d.cpu(), t, rtol=1.3e-6, atol=1e-5)
+    if name not in ("neg", "abs"):  # integers: the CPU refuses (a float result, or no kernel)
+        with pytest.raises(RuntimeError) as cpu_err:
+            inplace(torch.ones(3, dtype=torch.int64))
+        with pytest.raises(RuntimeError) as dev_err:
+            inplace(torch.ones(3, dtype=torch.int64, device="neuron"))
+        assert str(dev_err.value) == str(cpu_err.value)
+
+
+def test_direct_sum_and_cat_match_cpu():
+    x = make((4, 5), torch.float32, 7)
+    native_only(lambda: check(lambda t: t.sum(), x))
+    native_only(lambda: check(lambda t: t.sum((0,), keepdim=True), x))
+    native_only(lambda: check(lambda t: t.sum(-1, dtype=torch.float64), x))
+    native_only(lambda: check(lambda t: t.sum(), make((4, 5), torch.int32, 8)))   # promotes to int64
+    native_only(lambda: check(lambda a, b: torch.cat([a, b], 1), x, make((4, 2), torch.float32, 9)))
+    native_only(lambda: check(lambda a, b: torch.cat([a, b]), torch.empty(0), x[0]))  # legacy empty skip
+    check(lambda a, b: torch.cat([a, b]), x.t(), x.t())                 # composite: strided inputs
+    check(lambda a, b: torch.cat([a, b]), x, x.double())               # composite: mixed dtypes
+    check(lambda a, b: torch.cat([a, b]), torch.tensor(1.0), torch.tensor(2.0))  # 0-dim: the CPU's error
+    check(lambda a, b: torch.cat([a, b]), x, make((4, 2), torch.float32, 9))     # sizes: the CPU's error
+
+
 def test_large_tensors_use_threads_consistently():
     a, b = make((1000, 1031), torch.float32, 1), make((1031,), torch.float32, 2)
     native_only(lambda: check(lambda x, y: torch.maximum(x * y - 1, x), a, b))

@@ -11,7 +11,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/result_type.h>
-#include <ATen/ExpandUtils.h>
 #include <ATen/ops/floor_divide.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu_backward.h>
@@ -198,16 +197,9 @@ namespace {
 // Functional and in-place forms of add, sub, mul and div, registered directly. PyTorch's
 // composite forms would build a second TensorIterator (the op's meta function) and dispatch
 // again to the out= form: on small tensors that costs as much as the launch itself. The out=
-// forms take an undefined result and return the one TensorIterator allocated.
-
-// An in-place op writes self at its own shape: a broadcast to a larger one is the error
-// PyTorch raises (TensorIterator would resize self instead).
-void check_in_place_shape(const Tensor& self, const Tensor& other) {
-  if (self.sizes().equals(other.sizes())) return;
-  auto shape = at::infer_size(self.sizes(), other.sizes());
-  TORCH_CHECK(self.sizes().equals(shape), "output with shape ", self.sizes(),
-              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
-}
+// forms take an undefined result and return the one TensorIterator allocated. In place, self
+// is also an input, so TensorIterator refuses to resize it: a broadcast past its shape raises
+// PyTorch's error.
 
 template <Tensor& (*Out)(const Tensor&, const Tensor&, const c10::Scalar&, Tensor&)>
 Tensor with_alpha(const Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
@@ -217,7 +209,6 @@ Tensor with_alpha(const Tensor& self, const Tensor& other, const c10::Scalar& al
 
 template <Tensor& (*Out)(const Tensor&, const Tensor&, const c10::Scalar&, Tensor&)>
 Tensor& with_alpha_(Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
-  check_in_place_shape(self, other);
   return Out(self, other, alpha, self);
 }
 
@@ -229,7 +220,6 @@ Tensor plain(const Tensor& self, const Tensor& other) {
 
 template <Tensor& (*Out)(const Tensor&, const Tensor&, Tensor&)>
 Tensor& plain_(Tensor& self, const Tensor& other) {
-  check_in_place_shape(self, other);
   return Out(self, other, self);
 }
 

@@ -56,8 +56,8 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
-// Functional sum and mean, registered directly: the composite forms would build the result
-// in a meta function and dispatch again to the out= forms.
+// Functional sum, registered directly: the composite forms would build the result in a meta
+// function and dispatch again to the out= form.
 Tensor sum_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                 std::optional<c10::ScalarType> dtype) {
   auto out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
