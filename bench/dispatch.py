@@ -1,17 +1,18 @@
 """Launch overhead: microseconds per op on tiny tensors, neuron vs CPU eager, in one run.
 
-    python bench/dispatch.py [--ops 2000] [--repeat 5]
+    python bench/dispatch.py [--ops 2000] [--repeat 7]
 
 Each op runs `--ops` times back to back on 8-element (or 4x4) tensors, so the time is the
 dispatcher, the backend's wrapper and (on neuron) the stream launch, not the math. neuron is
-timed as a device: all launches, then one synchronize. Target: neuron within 2x CPU eager.
+timed as a device: all launches, then one synchronize. The two sides alternate, best of
+`--repeat` each. Target: neuron within 2x CPU eager.
 """
 import argparse
 import os
 
 import torch
 
-from common import best
+from common import best_pair
 
 
 def cases(dev):
@@ -37,7 +38,7 @@ def cases(dev):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ops", type=int, default=2000)
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=7)
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'op':>18}  {'neuron us/op':>12} {'cpu us/op':>10}  {'ratio':>6}")
@@ -50,8 +51,10 @@ def main():
             for _ in range(args.ops):
                 fn()
 
-        t_dev = best(lambda: (run(fd), torch.neuron.synchronize()), args.repeat) / args.ops * 1e6
-        t_cpu = best(lambda: run(fc), args.repeat) / args.ops * 1e6
+        # alternated, so that both sides see the same moments of a noisy machine
+        t_dev, t_cpu = best_pair(lambda: (run(fd), torch.neuron.synchronize()), lambda: run(fc),
+                                 args.repeat)
+        t_dev, t_cpu = t_dev / args.ops * 1e6, t_cpu / args.ops * 1e6
         ratios.append(t_dev / t_cpu)
         print(f"{name:>18}  {t_dev:>12.2f} {t_cpu:>10.2f}  {t_dev / t_cpu:>5.2f}x")
     geo = 1.0
