@@ -166,7 +166,9 @@ def test_functional_and_inplace_forms_are_registered_directly():
     # The composite forms would run a meta function and dispatch again (docs/kernels.md).
     ops = ["add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor", "mul.Tensor", "mul_.Tensor",
            "div.Tensor", "div_.Tensor", "silu", "silu_", "gelu", "gelu_", "sum", "sum.dim_IntList",
-           "cat"] + DIRECT_UNARY + [u + "_" for u in DIRECT_UNARY]
+           "cat", "mean", "mean.dim", "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "lt.Tensor",
+           "lt.Scalar", "le.Tensor", "le.Scalar", "gt.Tensor", "gt.Scalar", "ge.Tensor",
+           "ge.Scalar"] + DIRECT_UNARY + [u + "_" for u in DIRECT_UNARY]
     missing = [op for op in ops if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + op, "PrivateUse1")]
     assert missing == []
 
@@ -225,8 +227,16 @@ def test_direct_unary_forms_match_cpu(name):
         assert str(dev_err.value) == str(cpu_err.value)
 
 
-def test_direct_sum_and_cat_match_cpu():
+def test_direct_sum_mean_cat_and_comparisons_match_cpu():
     x = make((4, 5), torch.float32, 7)
+    native_only(lambda: check(lambda t: t.mean(), x))
+    native_only(lambda: check(lambda t: t.mean(1, keepdim=True), x.to(torch.bfloat16)))
+    native_only(lambda: check(lambda t: t.mean((0, 1), dtype=torch.float64), x))
+    check(lambda t: t.mean(), make((4, 5), torch.int32, 8))    # integers: the CPU's error
+    for cmp in [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge]:
+        native_only(lambda: check(cmp, x, x[0]))                # broadcast, bool result
+        native_only(lambda: check(lambda t: cmp(t, 0.5), x))    # a Python scalar
+        native_only(lambda: check(cmp, make((6,), torch.int64, 9), make((6,), torch.float32, 10)))
     native_only(lambda: check(lambda t: t.sum(), x))
     native_only(lambda: check(lambda t: t.sum((0,), keepdim=True), x))
     native_only(lambda: check(lambda t: t.sum(-1, dtype=torch.float64), x))

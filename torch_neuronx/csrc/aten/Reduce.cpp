@@ -83,6 +83,19 @@ Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
+// Functional mean, registered directly like sum. An integer input gives a result of its dtype
+// here, which mean_out refuses with PyTorch's message.
+Tensor mean_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                 std::optional<c10::ScalarType> dtype) {
+  auto out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/false);
+  Tensor out = at::native::create_reduction_result(self, dim, keepdim, out_dtype);
+  return mean_out(self, dim, keepdim, dtype, out);
+}
+
+Tensor mean_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return mean_dims(self, std::nullopt, false, dtype);
+}
+
 Tensor& prod_out(const Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
                  Tensor& out) {
   auto out_dtype = at::native::get_dtype_from_result(out, dtype);
@@ -285,6 +298,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", sum_dims);
   m.impl("sum", sum_all);
   m.impl("mean.out", mean_out);
+  m.impl("mean.dim", mean_dims);
+  m.impl("mean", mean_all);
   m.impl("prod.int_out", prod_out);
   m.impl("amax.out", extreme_out<at::_ops::amax_out, TN_REDUCE_MAX>);
   m.impl("amin.out", extreme_out<at::_ops::amin_out, TN_REDUCE_MIN>);
