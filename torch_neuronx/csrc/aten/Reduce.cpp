@@ -56,19 +56,6 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
-// Functional sum, registered directly: the composite forms would build the result in a meta
-// function and dispatch again to the out= form.
-Tensor sum_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                std::optional<c10::ScalarType> dtype) {
-  auto out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
-  Tensor out = at::native::create_reduction_result(self, dim, keepdim, out_dtype);
-  return sum_out(self, dim, keepdim, dtype, out);
-}
-
-Tensor sum_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
-  return sum_dims(self, std::nullopt, false, dtype);
-}
-
 Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                  std::optional<c10::ScalarType> dtype, Tensor& out) {
   auto out_dtype = at::native::get_dtype_from_result(out, dtype);
@@ -83,17 +70,23 @@ Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
-// Functional mean, registered directly like sum. An integer input gives a result of its dtype
-// here, which mean_out refuses with PyTorch's message.
-Tensor mean_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                 std::optional<c10::ScalarType> dtype) {
-  auto out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/false);
+// Functional sum and mean, registered directly: the composite forms would build the result in
+// a meta function and dispatch again to the out= forms. sum promotes integers to int64; mean
+// keeps an integer input's dtype, which mean_out refuses with PyTorch's message.
+using ReduceOut = Tensor& (*)(const Tensor&, at::OptionalIntArrayRef, bool, std::optional<c10::ScalarType>,
+                              Tensor&);
+
+template <ReduceOut Out, bool promote_integers>
+Tensor reduce_dims(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<c10::ScalarType> dtype) {
+  auto out_dtype = at::native::get_dtype_from_self(self, dtype, promote_integers);
   Tensor out = at::native::create_reduction_result(self, dim, keepdim, out_dtype);
-  return mean_out(self, dim, keepdim, dtype, out);
+  return Out(self, dim, keepdim, dtype, out);
 }
 
-Tensor mean_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
-  return mean_dims(self, std::nullopt, false, dtype);
+template <ReduceOut Out, bool promote_integers>
+Tensor reduce_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return reduce_dims<Out, promote_integers>(self, std::nullopt, false, dtype);
 }
 
 Tensor& prod_out(const Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype,
@@ -295,11 +288,11 @@ Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", sum_out);
-  m.impl("sum.dim_IntList", sum_dims);
-  m.impl("sum", sum_all);
+  m.impl("sum.dim_IntList", reduce_dims<sum_out, true>);
+  m.impl("sum", reduce_all<sum_out, true>);
   m.impl("mean.out", mean_out);
-  m.impl("mean.dim", mean_dims);
-  m.impl("mean", mean_all);
+  m.impl("mean.dim", reduce_dims<mean_out, false>);
+  m.impl("mean", reduce_all<mean_out, false>);
   m.impl("prod.int_out", prod_out);
   m.impl("amax.out", extreme_out<at::_ops::amax_out, TN_REDUCE_MAX>);
   m.impl("amin.out", extreme_out<at::_ops::amin_out, TN_REDUCE_MIN>);
