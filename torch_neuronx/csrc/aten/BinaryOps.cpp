@@ -223,13 +223,8 @@ Tensor& plain_(Tensor& self, const Tensor& other) {
   return Out(self, other, self);
 }
 
-// Comparisons: with no result given, TensorIterator allocates a bool one.
-template <Tensor& (*Out)(const Tensor&, const Tensor&, Tensor&)>
-Tensor compare(const Tensor& self, const Tensor& other) {
-  Tensor out;
-  return Out(self, other, out);
-}
-
+// Comparisons with a scalar (with a tensor they use `plain`): with no result given,
+// TensorIterator allocates a bool one.
 template <Tensor& (*Out)(const Tensor&, const c10::Scalar&, Tensor&)>
 Tensor compare_scalar(const Tensor& self, const c10::Scalar& other) {
   Tensor out;
@@ -272,17 +267,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Scalar_out", compare_scalar_out<at::_ops::le_Scalar_out, TN_BINARY_LE>);
   m.impl("gt.Scalar_out", compare_scalar_out<at::_ops::gt_Scalar_out, TN_BINARY_GT>);
   m.impl("ge.Scalar_out", compare_scalar_out<at::_ops::ge_Scalar_out, TN_BINARY_GE>);
-  m.impl("eq.Tensor", compare<compare_out<at::_ops::eq_Tensor_out, TN_BINARY_EQ>>);
+  m.impl("eq.Tensor", plain<compare_out<at::_ops::eq_Tensor_out, TN_BINARY_EQ>>);
   m.impl("eq.Scalar", compare_scalar<compare_scalar_out<at::_ops::eq_Scalar_out, TN_BINARY_EQ>>);
-  m.impl("ne.Tensor", compare<compare_out<at::_ops::ne_Tensor_out, TN_BINARY_NE>>);
+  m.impl("ne.Tensor", plain<compare_out<at::_ops::ne_Tensor_out, TN_BINARY_NE>>);
   m.impl("ne.Scalar", compare_scalar<compare_scalar_out<at::_ops::ne_Scalar_out, TN_BINARY_NE>>);
-  m.impl("lt.Tensor", compare<compare_out<at::_ops::lt_Tensor_out, TN_BINARY_LT>>);
+  m.impl("lt.Tensor", plain<compare_out<at::_ops::lt_Tensor_out, TN_BINARY_LT>>);
   m.impl("lt.Scalar", compare_scalar<compare_scalar_out<at::_ops::lt_Scalar_out, TN_BINARY_LT>>);
-  m.impl("le.Tensor", compare<compare_out<at::_ops::le_Tensor_out, TN_BINARY_LE>>);
+  m.impl("le.Tensor", plain<compare_out<at::_ops::le_Tensor_out, TN_BINARY_LE>>);
   m.impl("le.Scalar", compare_scalar<compare_scalar_out<at::_ops::le_Scalar_out, TN_BINARY_LE>>);
-  m.impl("gt.Tensor", compare<compare_out<at::_ops::gt_Tensor_out, TN_BINARY_GT>>);
+  m.impl("gt.Tensor", plain<compare_out<at::_ops::gt_Tensor_out, TN_BINARY_GT>>);
   m.impl("gt.Scalar", compare_scalar<compare_scalar_out<at::_ops::gt_Scalar_out, TN_BINARY_GT>>);
-  m.impl("ge.Tensor", compare<compare_out<at::_ops::ge_Tensor_out, TN_BINARY_GE>>);
+  m.impl("ge.Tensor", plain<compare_out<at::_ops::ge_Tensor_out, TN_BINARY_GE>>);
   m.impl("ge.Scalar", compare_scalar<compare_scalar_out<at::_ops::ge_Scalar_out, TN_BINARY_GE>>);
   m.impl("logical_and.out", compare_out<at::_ops::logical_and_out, TN_BINARY_LOGICAL_AND>);
   m.impl("logical_or.out", compare_out<at::_ops::logical_or_out, TN_BINARY_LOGICAL_OR>);
