@@ -4,10 +4,11 @@
 
 Shapes are language-model shapes: M in (1, 16, 128, 512), K and N in (576, 1536, 2048, 4096).
 Prints GFLOP/s for both and the ratio neuron/CPU (this machine is noisy: read the ratios).
-For M >= 16 the last column is neuron's GFLOP/s as a fraction of the FMA peak measured in the
-same run, before the table (every kernel thread running independent FMA chains:
-`_C._fma_peak_gflops`); the summary at the end reads each M against the larger of that peak
-and one measured after the table.
+For M >= 16 the last column is neuron's GFLOP/s as a fraction of the FMA peak (every kernel
+thread running independent FMA chains: `_C._fma_peak_gflops`) measured next to that row: the
+larger of the measurements just before and just after it, so that a row and its roof see the
+same state of this noisy machine. The summary at the end reads each M against those adjacent
+peaks, and also against the largest peak of the whole run (the stricter figure).
 At M=1 the product streams B once: the last column is neuron's B bytes per second as a
 fraction of the measured copy bandwidth (read + write bytes of a 256 MiB copy).
 neuron is timed as a device is: several launches back to back, then one synchronize.
@@ -44,8 +45,8 @@ def main():
     bw = copy_bandwidth() if 1 in ms else None
     if bw:
         print(f"copy bandwidth: {bw / 1e9:.1f} GB/s")
-    peak_before = _C._fma_peak_gflops()
-    print(f"FMA peak ({torch.get_num_threads()} threads, measured): {peak_before:.1f} GFLOP/s")
+    peaks = [_C._fma_peak_gflops()]
+    print(f"FMA peak ({torch.get_num_threads()} threads, measured): {peaks[0]:.1f} GFLOP/s")
     print(f"{'dtype':>9} {'M':>5} {'K':>5} {'N':>5}  {'neuron GF/s':>11} {'cpu GF/s':>9}  ratio  "
           f"B of bw / of peak")
     rows = []
@@ -78,18 +79,23 @@ def main():
             t_dev, t_cpu = t_dev / launches, t_cpu / cpu_launches
             flops = 2 * m * k * n
             g_dev, g_cpu = flops / t_dev / 1e9, flops / t_cpu / 1e9
-            of_bw = f"{b.numel() * b.element_size() / t_dev / bw:8.0%}" if m == 1 else ""
-            print(f"{dname:>9} {m:>5} {k:>5} {n:>5}  {g_dev:>11.1f} {g_cpu:>9.1f}  {g_dev / g_cpu:5.2f}x"
-                  f"{of_bw}{'' if m == 1 else f'{g_dev / peak_before:8.0%}'}")
-            rows.append((dname, m, g_dev))
-    peak = max(peak_before, _C._fma_peak_gflops())
-    print(f"FMA peak after the table: {peak:.1f} GFLOP/s (the roof: the larger of the two)")
+            of = f"{b.numel() * b.element_size() / t_dev / bw:8.0%}" if m == 1 else ""
+            if m > 1:  # the roof next to this row
+                peaks.append(_C._fma_peak_gflops())
+                adjacent = max(peaks[-2:])
+                of = f"{g_dev / adjacent:8.0%}"
+                rows.append((dname, m, g_dev, adjacent))
+            print(f"{dname:>9} {m:>5} {k:>5} {n:>5}  {g_dev:>11.1f} {g_cpu:>9.1f}  {g_dev / g_cpu:5.2f}x{of}")
+    if len(peaks) > 1:
+        print(f"FMA peak over the run: {min(peaks):.1f}-{max(peaks):.1f} GFLOP/s")
     for dname in args.dtypes.split(","):
         for m in ms:
-            of_peak = [g / peak for d, mm, g in rows if d == dname and mm == m]
-            if m > 1 and of_peak:
-                print(f"{dname} M={m}: {min(of_peak):.0%}-{max(of_peak):.0%} of the FMA peak, "
-                      f"median {statistics.median(of_peak):.0%}")
+            near = [g / p for d, mm, g, p in rows if d == dname and mm == m]
+            run = [g / max(peaks) for d, mm, g, p in rows if d == dname and mm == m]
+            if near:
+                print(f"{dname} M={m}: median {statistics.median(near):.0%} of the adjacent FMA peak "
+                      f"({min(near):.0%}-{max(near):.0%}); median {statistics.median(run):.0%} of the "
+                      f"run's largest")
 
 
 if __name__ == "__main__":

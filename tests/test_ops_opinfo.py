@@ -81,6 +81,9 @@ OP_NAMES = [
     # what torch.optim's AdamW / SGD (foreach) and clip_grad_norm_ call
     "_foreach_add", "_foreach_mul", "_foreach_addcmul", "_foreach_addcdiv", "_foreach_sqrt",
     "_foreach_div", "_foreach_lerp", "_foreach_norm", "_foreach_maximum",
+    # the other _foreach_ ops neuron launches once per list
+    "_foreach_sub", "_foreach_exp", "_foreach_neg", "_foreach_abs", "_foreach_reciprocal",
+    "_foreach_sigmoid", "_foreach_tanh",
 ]
 
 TEST_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool]

@@ -74,3 +74,145 @@ def test_default_foreach_path_and_clipping(cls):
     for p, d in zip(cpu, dev):
         torch.testing.assert_close(d.detach().cpu(), p.detach(), **TOL[torch.float32])
         torch.testing.assert_close(d.grad.cpu(), p.grad, **TOL[torch.float32])
+
+
+# --- the _foreach_* ops: one launch per list (csrc/aten/Foreach.cpp)
+
+def twin_lists(dtype, count=4, seed=0):
+    """Lists of tensors (one transposed, one empty) on the CPU and on neuron."""
+    g = torch.Generator().manual_seed(seed)
+    shapes = [(7, 5), (33,), (3, 4), (0,)][:count]
+    cpu = [torch.randn(s, generator=g).to(dtype) for s in shapes]
+    cpu[2] = cpu[2].t()  # dense, strides permuted: still one launch
+    return cpu, [t.to("neuron") for t in cpu]
+
+
+PER_TENSOR_OPS = {"aten::add.out", "aten::sub.out", "aten::mul.out", "aten::div.out", "aten::sqrt.out",
+                  "aten::lerp.Scalar_out", "aten::lerp.Tensor_out", "aten::addcmul.out", "aten::addcdiv.out",
+                  "aten::linalg_vector_norm.out"}
+
+
+def launched(name):
+    ops = torch_neuronx.get_executed_ops()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    assert name in ops, (name, ops)
+    assert not PER_TENSOR_OPS & set(ops), ops
+
+
+FOREACH_CALLS = {
+    "add.List": lambda a, b, c, s: torch._foreach_add(a, b, alpha=-0.5),
+    "add_.List": lambda a, b, c, s: torch._foreach_add_(a, b, alpha=2),
+    "add.Scalar": lambda a, b, c, s: torch._foreach_add(a, 0.25),
+    "add_.ScalarList": lambda a, b, c, s: torch._foreach_add_(a, [1, -2.5, 0.5, 3]),
+    "add.Tensor": lambda a, b, c, s: torch._foreach_add(a, s, alpha=3),
+    "sub_.List": lambda a, b, c, s: torch._foreach_sub_(a, b, alpha=0.5),
+    "sub.Scalar": lambda a, b, c, s: torch._foreach_sub(a, 1.5),
+    "sub.ScalarList": lambda a, b, c, s: torch._foreach_sub(a, [1.0, 2.0, -3.0, 4.0]),
+    "mul_.List": lambda a, b, c, s: torch._foreach_mul_(a, b),
+    "mul.Scalar": lambda a, b, c, s: torch._foreach_mul(a, 0.999),
+    "mul_.ScalarList": lambda a, b, c, s: torch._foreach_mul_(a, [0.5, 2, True, -1.25]),
+    "mul_.Tensor": lambda a, b, c, s: torch._foreach_mul_(a, s),
+    "mul.Tensor": lambda a, b, c, s: torch._foreach_mul(a, torch.tensor(0.75)),  # a CPU value
+    "div.List": lambda a, b, c, s: torch._foreach_div(a, c),
+    "div_.Scalar": lambda a, b, c, s: torch._foreach_div_(a, 1.0013),
+    "div.ScalarList": lambda a, b, c, s: torch._foreach_div(a, [2.0, 3.0, 0.5, 7.0]),
+    "div_.Tensor": lambda a, b, c, s: torch._foreach_div_(a, s),
+    "addcmul_.Scalar": lambda a, b, c, s: torch._foreach_addcmul_(a, b, b, value=-0.001),
+    "addcmul.ScalarList": lambda a, b, c, s: torch._foreach_addcmul(a, b, c, [1.0, 2.0, 3.0, 4.0]),
+    "addcdiv_.ScalarList": lambda a, b, c, s: torch._foreach_addcdiv_(a, b, c, [-0.01, 0.02, 0.5, 1.0]),
+    "addcdiv.Tensor": lambda a, b, c, s: torch._foreach_addcdiv(a, b, c, torch.tensor([0.1, 0.2, 0.3, 0.4])),
+    "addcdiv.Scalar": lambda a, b, c, s: torch._foreach_addcdiv(a, b, c, value=2),
+    "lerp_.Scalar": lambda a, b, c, s: torch._foreach_lerp_(a, b, 0.1),
+    "lerp.List": lambda a, b, c, s: torch._foreach_lerp(a, b, [x.sigmoid() for x in c]),
+    "sqrt": lambda a, b, c, s: torch._foreach_sqrt(c),
+    "sqrt_": lambda a, b, c, s: torch._foreach_sqrt_(c),
+    "exp": lambda a, b, c, s: torch._foreach_exp(a),
+    "neg_": lambda a, b, c, s: torch._foreach_neg_(a),
+    "abs": lambda a, b, c, s: torch._foreach_abs(a),
+    "reciprocal": lambda a, b, c, s: torch._foreach_reciprocal(c),
+    "sigmoid_": lambda a, b, c, s: torch._foreach_sigmoid_(a),
+    "tanh": lambda a, b, c, s: torch._foreach_tanh(a),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("call", sorted(FOREACH_CALLS))
+def test_foreach_ops_match_cpu_in_one_launch(call, dtype):
+    (a, ad), (b, bd), (c, cd) = (twin_lists(dtype, seed=k) for k in range(3))
+    c, cd = [x.abs() + 0.5 for x in c], [x.abs() + 0.5 for x in cd]  # divisors and square roots
+    s, sd = torch.tensor(1.5, dtype=dtype), torch.tensor(1.5, dtype=dtype, device="neuron")
+    torch_neuronx.clear_op_tracking()
+    want = FOREACH_CALLS[call](a, b, c, s)
+    got = FOREACH_CALLS[call](ad, bd, cd, sd)
+    launched("aten::_foreach_" + call)
+    if got is None:  # in place: the first list (the third for sqrt_) was updated
+        want, got = (c, cd) if call == "sqrt_" else (a, ad)
+    assert len(got) == len(want)
+    for w, x in zip(want, got):
+        assert x.device.type == "neuron" and x.dtype == w.dtype and x.stride() == w.stride()
+        torch.testing.assert_close(x.cpu(), w, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("ord", [1, 2, float("inf")], ids=str)
+def test_foreach_norm_matches_cpu(ord, dtype):
+    a, ad = twin_lists(dtype, count=3)
+    big = torch.randn(100_000).to(dtype)  # several kernel threads add partial norms
+    a, ad = a + [big], ad + [big.to("neuron")]
+    torch_neuronx.clear_op_tracking()
+    got = torch._foreach_norm(ad, ord)
+    launched("aten::_foreach_norm.Scalar")
+    for w, x in zip(torch._foreach_norm(a, ord), got):
+        assert x.shape == () and x.dtype == dtype
+        torch.testing.assert_close(x.cpu(), w, **TOL[dtype])
+    nan = [torch.tensor([1.0, float("nan")]), torch.ones(3)]
+    torch.testing.assert_close([x.cpu() for x in torch._foreach_norm([t.to("neuron") for t in nan], ord)],
+                               torch._foreach_norm(nan, ord), equal_nan=True)
+
+
+def test_foreach_steps_match_the_per_tensor_route_exactly():
+    """AdamW (foreach by default on neuron), SGD and clip_grad_norm_: the lists' launches give
+    the values the per-tensor ops give, bit for bit."""
+    for cls, kw in ((torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
+                    (torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01))):
+        results = []
+        for foreach in (True, False):
+            _, params = twin_params(torch.bfloat16)
+            params = [torch.nn.Parameter(p.detach().clone()) for p in params]
+            opt = cls(params, foreach=foreach, **kw)
+            g = torch.Generator().manual_seed(1)
+            torch_neuronx.clear_op_tracking()
+            for _ in range(3):
+                for p in params:
+                    p.grad = torch.randn(p.shape, generator=g).to(p.dtype).to("neuron")
+                torch.nn.utils.clip_grad_norm_(params, 0.5, foreach=foreach)
+                opt.step()
+            ops = torch_neuronx.get_executed_ops()
+            if foreach:
+                assert "aten::_foreach_norm.Scalar" in ops and not {"aten::addcdiv.out", "aten::lerp.Scalar_out"} & set(ops)
+            results.append([p.detach().cpu() for p in params])
+        for x, y in zip(*results):
+            assert torch.equal(x, y), cls
+
+
+def test_foreach_lists_outside_the_launch_take_the_per_tensor_route():
+    a, ad = twin_lists(torch.float32)
+    cases = {
+        "mixed dtypes": lambda l: [l[0].double()] + l[1:],
+        "a strided view": lambda l: [l[0][:, ::2]] + l[1:],
+        "integers": lambda l: [(x * 10).long() for x in l],
+    }
+    for name, make in cases.items():
+        torch_neuronx.clear_op_tracking()
+        got = torch._foreach_mul(make(ad), 1.5)
+        assert "aten::_foreach_mul.Scalar" not in torch_neuronx.get_executed_ops(), name
+        for w, x in zip(torch._foreach_mul(make(a), 1.5), got):
+            torch.testing.assert_close(x.cpu(), w)
+    # errors are PyTorch's own, from its per-tensor route
+    for bad in (lambda l, m: torch._foreach_add(l, m[:2]), lambda l, m: torch._foreach_mul(l, [1.0]),
+                lambda l, m: torch._foreach_norm(l + [l[0].new_empty(0)], float("inf")),
+                lambda l, m: torch._foreach_add(l, l[0][:1].reshape(1, 1))):
+        with pytest.raises(Exception) as cpu_error:
+            bad(a, a)
+        with pytest.raises(type(cpu_error.value)):
+            bad(ad, ad)

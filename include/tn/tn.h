@@ -24,6 +24,7 @@
 #include "tn/sequence.h"
 #include "tn/sort.h"
 #include "tn/optim.h"
+#include "tn/foreach.h"
 #include "tn/attention.h"
 #include "tn/linalg.h"
 #include "tn/graph.h"

@@ -312,3 +312,83 @@ void test_ternary_kernel(void) {
     tn_kernel_ternary(TN_TERNARY_ADDCMUL, &xr, &xa, &xb, &xc, 2.0, TN_DTYPE_I64, 0, 1);
     CHECK(ir[0] == 5 - 24 && ir[1] == -7 + 24);
 }
+
+/* One launch over a list: each item equals the single-tensor kernel's result; norms add the
+ * partials of several threads (an item past the parallel grain), and NaN wins the largest
+ * magnitude. */
+void test_foreach_launch(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    enum { BIG = 3 * TN_PARALLEL_GRAIN + 7 };
+    float *x = malloc(sizeof(float) * BIG), *y = malloc(sizeof(float) * BIG), *o = malloc(sizeof(float) * BIG);
+    float small[5] = {1, -2, 3, -4, 5}, small_o[5], w[5] = {0.5f, 0.25f, 0, 1, 2}, w_o[5];
+    for (int i = 0; i < BIG; i++) {
+        x[i] = (float)(i % 101) * 0.01f - 0.5f;
+        y[i] = (float)(i % 7) - 3.0f;
+    }
+    tn_foreach op = {.kind = TN_FOREACH_BINARY, .op = TN_BINARY_ADD, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32,
+                     .alpha = {.kind = TN_SCALAR_KIND_FLOAT, .f = 0.5}};
+    tn_foreach_item items[3] = {
+        {.out = o, .a = x, .b = y, .numel = BIG},
+        {.out = small_o, .a = small, .scalar = {.kind = TN_SCALAR_KIND_INT, .i = 3}, .numel = 5},
+        {.out = NULL, .a = NULL, .numel = 0}, /* empty tensors may have no memory */
+    };
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_add.List", &op, 3, items));
+    CHECK_OK(tn_stream_synchronize(s));
+    int bad = 0;
+    for (int i = 0; i < BIG; i++) bad += o[i] != x[i] + 0.5f * y[i];
+    CHECK(bad == 0);
+    for (int i = 0; i < 5; i++) CHECK(small_o[i] == small[i] + 0.5f * 3.0f); /* b: the item's scalar */
+    /* a device value every item shares */
+    float coef = -2.0f;
+    items[0].b = NULL;
+    op = (tn_foreach){.kind = TN_FOREACH_BINARY, .op = TN_BINARY_MUL, .dtype = TN_DTYPE_F32,
+                      .compute = TN_DTYPE_F32, .other = &coef, .other_dtype = TN_DTYPE_F32};
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_mul_.Tensor", &op, 2, items));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(small_o[4] == -10.0f && o[BIG - 1] == -2.0f * x[BIG - 1]);
+    /* lerp with a scalar weight (no c) */
+    op = (tn_foreach){.kind = TN_FOREACH_TERNARY, .op = TN_TERNARY_LERP, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32};
+    tn_foreach_item lerp = {.out = w_o, .a = small, .b = w, .scalar = {.kind = TN_SCALAR_KIND_FLOAT, .f = 0.25}, .numel = 5};
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_lerp.Scalar", &op, 1, &lerp));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(w_o[0] == 1.0f + 0.25f * (0.5f - 1.0f) && w_o[3] == -4.0f + 0.25f * 5.0f);
+    /* norms: 1, 2 and infinity, into float32 and bfloat16 results */
+    double sum1 = 0, sum2 = 0, largest = 0;
+    for (int i = 0; i < BIG; i++) {
+        sum1 += fabs((double)x[i]);
+        sum2 += (double)x[i] * x[i];
+        largest = fabs((double)x[i]) > largest ? fabs((double)x[i]) : largest;
+    }
+    float norms[3];
+    uint16_t half_norm;
+    small[1] = NAN;
+    tn_foreach_item norm_items[3] = {{.out = &norms[0], .a = x, .numel = BIG},
+                                     {.out = &norms[1], .a = small, .numel = 5},
+                                     {.out = &norms[2], .a = NULL, .numel = 0}};
+    const double want[3] = {largest, sum1, sqrt(sum2)};
+    for (int32_t order = 0; order <= 2; order++) {
+        op = (tn_foreach){.kind = TN_FOREACH_NORM, .op = order, .dtype = TN_DTYPE_F32, .out_dtype = TN_DTYPE_F32};
+        CHECK_OK(tn_foreach_async(s, "aten::_foreach_norm.Scalar", &op, 3, norm_items));
+        CHECK_OK(tn_stream_synchronize(s));
+        CHECK(fabs(norms[0] - want[order]) <= 1e-6 * want[order]);
+        CHECK(isnan(norms[1]) && norms[2] == 0.0f);
+    }
+    op.out_dtype = TN_DTYPE_BF16;
+    norm_items[0].out = &half_norm;
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_norm.Scalar", &op, 1, norm_items));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(half_norm == tn_f32_to_bf16((float)sqrt(sum2)));
+    /* refused: an item without its operand, an unknown order, an integer norm */
+    op = (tn_foreach){.kind = TN_FOREACH_TERNARY, .op = TN_TERNARY_ADDCMUL, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32};
+    CHECK(tn_foreach_async(s, "aten::_foreach_addcmul.Scalar", &op, 1, &lerp) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK(strstr(tn_last_error(), "item 0 lacks an operand") != NULL);
+    op = (tn_foreach){.kind = TN_FOREACH_NORM, .op = 3, .dtype = TN_DTYPE_F32, .out_dtype = TN_DTYPE_F32};
+    CHECK(tn_foreach_async(s, NULL, &op, 1, norm_items) == TN_STATUS_INVALID_ARGUMENT);
+    op.op = 2;
+    op.dtype = TN_DTYPE_I32;
+    CHECK(tn_foreach_async(s, NULL, &op, 1, norm_items) == TN_STATUS_INVALID_ARGUMENT);
+    free(x);
+    free(y);
+    free(o);
+}
