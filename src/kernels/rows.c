@@ -273,7 +273,28 @@ static void layer_norm_backward_f32(int64_t n, const float *x, const float *g, c
         layer_norm_backward_row(n, x, g, w, mean, rstd, dx, 0, 0);
 }
 
+/* The float32 rows of ternary.c's kernel, with its operations in its order (and so its
+ * values): value * b * c and value * (b / c) are added last, and lerp takes the two-sided form
+ * that is exact at both ends. No restrict: o is a in place. */
+static inline float lerp_f32(float a, float b, float w) {
+    float d = b - a;
+    return fabsf(w) < 0.5f ? a + w * d : b - d * (1.0f - w);
+}
+
+static void ternary_f32(tn_ternary_op op, int64_t n, float *o, const float *a, const float *b, const float *c,
+                        float s) {
+    if (op == TN_TERNARY_ADDCMUL)
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * b[i] * c[i];
+    else if (op == TN_TERNARY_ADDCDIV)
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] + s * (b[i] / c[i]);
+    else if (c)
+        for (int64_t i = 0; i < n; i++) o[i] = lerp_f32(a[i], b[i], c[i]);
+    else
+        for (int64_t i = 0; i < n; i++) o[i] = lerp_f32(a[i], b[i], s);
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->ternary_f32 = ternary_f32;
     t->layer_norm_f32 = layer_norm_f32;
     t->layer_norm_backward_f32 = layer_norm_backward_f32;
     t->softmax_backward_f32 = softmax_backward_f32;

@@ -17,6 +17,10 @@ typedef struct tn_kernel_table {
     /* o[i*os] = op(x[i*xs]) for i < n, all float32; returns 0 as above */
     int (*unary_f32)(tn_unary_op op, int64_t n, float *o, int64_t os, const float *x,
                       int64_t xs);
+    /* addcmul, addcdiv or lerp over contiguous float32 rows: o[i] = op(a[i], b[i], c[i]) with
+     * the value s (lerp: c NULL takes s as the weight); o may be a */
+    void (*ternary_f32)(tn_ternary_op op, int64_t n, float *o, const float *a, const float *b, const float *c,
+                        float s);
     /* GEMM micro-kernel (see gemm_ukernel.c) and its tile: gemm_mr <= TN_GEMM_MAX_MR rows of
      * packed A by gemm_nr <= TN_GEMM_MAX_NR columns of packed B */
     int32_t gemm_mr;

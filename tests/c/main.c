@@ -54,6 +54,7 @@ int tn_test_failures;
     X(test_solve_triangular_kernel) \
     X(test_svd_kernel)           \
     X(test_ternary_kernel)       \
+    X(test_ternary_rows_every_isa) \
     X(test_foreach_launch)       \
     X(test_attention_kernel)     \
     X(test_softmax_kernels)      \

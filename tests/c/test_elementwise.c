@@ -392,3 +392,68 @@ void test_foreach_launch(void) {
     free(y);
     free(o);
 }
+
+static float ternary_ref(tn_ternary_op op, float a, float b, float c, float s) {
+    if (op == TN_TERNARY_ADDCMUL) return a + s * b * c;
+    if (op == TN_TERNARY_ADDCDIV) return a + s * (b / c);
+    float d = b - a;
+    return fabsf(c) < 0.5f ? a + c * d : b - d * (1.0f - c);
+}
+
+static int same_bits(float x, float y) { return memcmp(&x, &y, sizeof x) == 0 || (isnan(x) && isnan(y)); }
+
+/* The vectorized ternary rows give the generic loop's values bit for bit, on every ISA and in
+ * place; through tn_kernel_ternary a contiguous bfloat16 launch (the fast rows) equals the same
+ * data read with a stride (the generic loop). */
+void test_ternary_rows_every_isa(void) {
+    enum { M = 1003 };
+    static float a[M], b[M], c[M], o[M];
+    for (int i = 0; i < M; i++) {
+        a[i] = (float)((i * 37) % 211) * 0.013f - 1.3f;
+        b[i] = (float)((i * 53) % 97) * -0.07f + 2.0f;
+        c[i] = (float)((i * 11) % 29) * 0.05f - 0.6f; /* lerp weights on both sides of 0.5 */
+    }
+    c[5] = 0.0f; /* addcdiv by zero: inf */
+    a[7] = NAN;
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (int op = 0; op < TN_TERNARY_COUNT_; op++) {
+            for (int scalar_weight = 0; scalar_weight < (op == TN_TERNARY_LERP ? 2 : 1); scalar_weight++) {
+                const float *cp = scalar_weight ? NULL : c;
+                k->ternary_f32((tn_ternary_op)op, M, o, a, b, cp, 0.3f);
+                int bad = 0;
+                for (int i = 0; i < M; i++)
+                    bad += !same_bits(o[i], ternary_ref((tn_ternary_op)op, a[i], b[i], cp ? c[i] : 0.3f, 0.3f));
+                memcpy(o, a, sizeof a); /* in place */
+                k->ternary_f32((tn_ternary_op)op, M, o, o, b, cp, 0.3f);
+                for (int i = 0; i < M; i++)
+                    bad += !same_bits(o[i], ternary_ref((tn_ternary_op)op, a[i], b[i], cp ? c[i] : 0.3f, 0.3f));
+                if (bad) fprintf(stderr, "  %s ternary op %d: %d differ\n", tn_isa_name((tn_isa)isa), op, bad);
+                CHECK(bad == 0);
+            }
+        }
+    }
+    static uint16_t h[3][2 * M], ho[2][M];
+    for (int i = 0; i < M; i++) {
+        h[0][2 * i] = tn_f32_to_bf16(a[i]);
+        h[1][2 * i] = tn_f32_to_bf16(b[i]);
+        h[2][2 * i] = tn_f32_to_bf16(c[i] + 0.7f);
+    }
+    for (int op = 0; op < TN_TERNARY_COUNT_; op++) {
+        for (int strided = 0; strided < 2; strided++) {
+            tn_tensor v[3], out = vec(ho[strided], TN_DTYPE_BF16, M, 1);
+            for (int t = 0; t < 3; t++) {
+                if (strided) {
+                    v[t] = vec(h[t], TN_DTYPE_BF16, M, 2);
+                } else {
+                    static uint16_t packed[3][M];
+                    for (int i = 0; i < M; i++) packed[t][i] = h[t][2 * i];
+                    v[t] = vec(packed[t], TN_DTYPE_BF16, M, 1);
+                }
+            }
+            tn_kernel_ternary((tn_ternary_op)op, &out, &v[0], &v[1], &v[2], -1.5, TN_DTYPE_BF16, 0, 1);
+        }
+        CHECK(memcmp(ho[0], ho[1], sizeof ho[0]) == 0);
+    }
+}
