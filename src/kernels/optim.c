@@ -3,6 +3,7 @@
 
 #include "elem.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/optim.h"
 
 typedef struct adam_consts {
@@ -29,34 +30,16 @@ static inline void adam_element(const adam_consts *c, const tn_adam_config *cfg,
     *p -= c->step_size * *m / (sqrt(second) / c->bc2_sqrt + c->eps);
 }
 
-/* float32 groups: the same math in float, as PyTorch's opmath does. */
+/* float32 groups: the same math in float, as PyTorch's opmath does, in the kernel table's
+ * vectorized rows (rows.c). */
 static void adam_f32(const adam_consts *c, const tn_adam_config *cfg, const tn_adam_group *g,
                      int64_t lo, int64_t hi) {
-    float *p = g->param, *gr = g->grad, *m = g->exp_avg, *v = g->exp_avg_sq, *vmax = g->max_exp_avg_sq;
-    float lr = (float)c->lr, wd = (float)c->wd, b1 = (float)c->beta1, b2 = (float)c->beta2,
-          eps = (float)c->eps, step_size = (float)c->step_size, bc2 = (float)c->bc2_sqrt,
-          inv_scale = (float)c->inv_scale;
-    int scaled = cfg->grad_scale != NULL, decoupled = cfg->decoupled_weight_decay;
-    for (int64_t i = lo; i < hi; i++) {
-        float grad = gr[i];
-        if (scaled) {
-            grad *= inv_scale;
-            gr[i] = grad;
-        }
-        if (cfg->maximize) grad = -grad;
-        if (decoupled)
-            p[i] -= lr * wd * p[i];
-        else
-            grad += wd * p[i];
-        m[i] += (1 - b1) * (grad - m[i]);
-        v[i] = b2 * v[i] + (1 - b2) * grad * grad;
-        float second = v[i];
-        if (vmax) {
-            vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
-            second = vmax[i];
-        }
-        p[i] -= step_size * m[i] / (sqrtf(second) / bc2 + eps);
-    }
+    const tn_adam_f32_step step = {(float)c->lr, (float)c->wd, (float)c->beta1, (float)c->beta2, (float)c->eps,
+                                   (float)c->step_size, (float)c->bc2_sqrt, (float)c->inv_scale,
+                                   cfg->maximize ? -1.0f : 1.0f, cfg->grad_scale != NULL, cfg->decoupled_weight_decay};
+    float *vmax = g->max_exp_avg_sq;
+    tn_kernels()->adam_f32(&step, hi - lo, (float *)g->param + lo, (float *)g->grad + lo, (float *)g->exp_avg + lo,
+                           (float *)g->exp_avg_sq + lo, vmax ? vmax + lo : NULL);
 }
 
 void tn_kernel_adam(const tn_adam_config *cfg, int32_t count, const tn_adam_group *groups,

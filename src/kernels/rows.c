@@ -293,7 +293,51 @@ static void ternary_f32(tn_ternary_op op, int64_t n, float *o, const float *a, c
         for (int64_t i = 0; i < n; i++) o[i] = lerp_f32(a[i], b[i], s);
 }
 
+/* optim.c's float32 Adam step, with its operations in its order; one loop per combination of
+ * the flags, so that each has no branch and vectorizes. */
+static inline __attribute__((always_inline)) void adam_row(const tn_adam_f32_step *c, int64_t n, float *p,
+                                                           float *g, float *m, float *v, float *vmax,
+                                                           int scaled, int decoupled, int ams) {
+    const float lr = c->lr, wd = c->wd, b1 = c->b1, b2 = c->b2, eps = c->eps, step_size = c->step_size,
+                bc2 = c->bc2, inv_scale = c->inv_scale, sign = c->sign;
+    for (int64_t i = 0; i < n; i++) {
+        float grad = g[i];
+        if (scaled) {
+            grad *= inv_scale;
+            g[i] = grad;
+        }
+        grad *= sign;
+        if (decoupled)
+            p[i] -= lr * wd * p[i];
+        else
+            grad += wd * p[i];
+        m[i] += (1 - b1) * (grad - m[i]);
+        v[i] = b2 * v[i] + (1 - b2) * grad * grad;
+        float second = v[i];
+        if (ams) {
+            vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
+            second = vmax[i];
+        }
+        p[i] -= step_size * m[i] / (sqrtf(second) / bc2 + eps);
+    }
+}
+
+static void adam_f32(const tn_adam_f32_step *c, int64_t n, float *p, float *g, float *m, float *v, float *vmax) {
+    int flags = (c->scaled ? 4 : 0) | (c->decoupled ? 2 : 0) | (vmax ? 1 : 0);
+    switch (flags) {
+    case 0: adam_row(c, n, p, g, m, v, vmax, 0, 0, 0); break;
+    case 1: adam_row(c, n, p, g, m, v, vmax, 0, 0, 1); break;
+    case 2: adam_row(c, n, p, g, m, v, vmax, 0, 1, 0); break;
+    case 3: adam_row(c, n, p, g, m, v, vmax, 0, 1, 1); break;
+    case 4: adam_row(c, n, p, g, m, v, vmax, 1, 0, 0); break;
+    case 5: adam_row(c, n, p, g, m, v, vmax, 1, 0, 1); break;
+    case 6: adam_row(c, n, p, g, m, v, vmax, 1, 1, 0); break;
+    default: adam_row(c, n, p, g, m, v, vmax, 1, 1, 1); break;
+    }
+}
+
 void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->adam_f32 = adam_f32;
     t->ternary_f32 = ternary_f32;
     t->layer_norm_f32 = layer_norm_f32;
     t->layer_norm_backward_f32 = layer_norm_backward_f32;

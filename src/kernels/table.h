@@ -9,6 +9,13 @@
 
 struct tn_attention;
 
+/* The constants of a float32 Adam/AdamW step (see optim.c); scale 1 when the gradients are
+ * not scaled, sign -1 with maximize. */
+typedef struct tn_adam_f32_step {
+    float lr, wd, b1, b2, eps, step_size, bc2, inv_scale, sign;
+    int scaled, decoupled;
+} tn_adam_f32_step;
+
 typedef struct tn_kernel_table {
     /* o[i*os] = op(a[i*as], b[i*bs]) for i < n, all float32 (strides in elements, may be 0);
      * returns 0 if the op has no float32 row (the caller then takes the generic path) */
@@ -21,6 +28,9 @@ typedef struct tn_kernel_table {
      * the value s (lerp: c NULL takes s as the weight); o may be a */
     void (*ternary_f32)(tn_ternary_op op, int64_t n, float *o, const float *a, const float *b, const float *c,
                         float s);
+    /* an Adam/AdamW step over n contiguous float32 elements of p, g (unscaled in place when
+     * scaled), m, v and vmax (NULL without amsgrad) */
+    void (*adam_f32)(const tn_adam_f32_step *c, int64_t n, float *p, float *g, float *m, float *v, float *vmax);
     /* GEMM micro-kernel (see gemm_ukernel.c) and its tile: gemm_mr <= TN_GEMM_MAX_MR rows of
      * packed A by gemm_nr <= TN_GEMM_MAX_NR columns of packed B */
     int32_t gemm_mr;

@@ -56,6 +56,7 @@ int tn_test_failures;
     X(test_ternary_kernel)       \
     X(test_ternary_rows_every_isa) \
     X(test_foreach_launch)       \
+    X(test_adam_rows_every_isa)  \
     X(test_attention_kernel)     \
     X(test_softmax_kernels)      \
     X(test_index_select_and_where) \

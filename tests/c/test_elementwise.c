@@ -457,3 +457,51 @@ void test_ternary_rows_every_isa(void) {
         CHECK(memcmp(ho[0], ho[1], sizeof ho[0]) == 0);
     }
 }
+
+/* The vectorized float32 Adam rows equal a plain loop of optim.c's formulas bit for bit, for
+ * every combination of grad scaling, decoupled weight decay and amsgrad, on every ISA. */
+void test_adam_rows_every_isa(void) {
+    enum { M = 517 };
+    static float p0[M], g0[M], m0[M], v0[M], x0[M], p[M], g[M], m[M], v[M], x[M];
+    for (int i = 0; i < M; i++) {
+        p0[i] = (float)((i * 37) % 211) * 0.01f - 1.0f;
+        g0[i] = (float)((i * 53) % 97) * -0.003f + 0.1f;
+        m0[i] = g0[i] * 0.5f;
+        v0[i] = g0[i] * g0[i] * (float)(i % 3);
+        x0[i] = v0[i] * 1.5f;
+    }
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (int flags = 0; flags < 16; flags++) {
+            tn_adam_f32_step c = {1e-3f, 0.01f, 0.9f, 0.999f, 1e-8f, 1.2e-3f, 0.31f, 0.5f,
+                                  flags & 8 ? -1.0f : 1.0f, flags & 4, flags & 2};
+            memcpy(p, p0, sizeof p), memcpy(g, g0, sizeof g), memcpy(m, m0, sizeof m);
+            memcpy(v, v0, sizeof v), memcpy(x, x0, sizeof x);
+            k->adam_f32(&c, M, p, g, m, v, flags & 1 ? x : NULL);
+            int bad = 0;
+            for (int i = 0; i < M; i++) {
+                float pp = p0[i], grad = g0[i], mm = m0[i], vv = v0[i], xx = x0[i];
+                if (c.scaled) grad *= c.inv_scale;
+                bad += c.scaled ? !same_bits(g[i], grad) : !same_bits(g[i], g0[i]);
+                if (flags & 8) grad = -grad;
+                if (c.decoupled)
+                    pp -= c.lr * c.wd * pp;
+                else
+                    grad += c.wd * pp;
+                mm += (1 - c.b1) * (grad - mm);
+                vv = c.b2 * vv + (1 - c.b2) * grad * grad;
+                float second = vv;
+                if (flags & 1) {
+                    xx = xx > vv ? xx : vv;
+                    second = xx;
+                    bad += !same_bits(x[i], xx);
+                }
+                pp -= c.step_size * mm / (sqrtf(second) / c.bc2 + c.eps);
+                bad += !same_bits(p[i], pp) + !same_bits(m[i], mm) + !same_bits(v[i], vv);
+            }
+            if (bad) fprintf(stderr, "  %s adam flags %d: %d differ\n", tn_isa_name((tn_isa)isa), flags, bad);
+            CHECK(bad == 0);
+        }
+    }
+}
