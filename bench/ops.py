@@ -25,6 +25,8 @@ OPS = {
     "add": (lambda x, y: torch.add(x, x, out=y), 3),
     "mul_scalar": (lambda x, y: torch.mul(x, 1.5, out=y), 2),
     "exp": (lambda x, y: torch.exp(x, out=y), 2),
+    "lerp_": (lambda x, y: y.lerp_(x, 0.1), 3),  # Adam's first moment
+    "addcmul_": (lambda x, y: y.addcmul_(x, x, value=0.001), 3),  # its second moment
     "silu": (lambda x, y: torch.nn.functional.silu(x), 2),
     "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
     "sum": (lambda x, y: x.sum(), 1),
