@@ -83,7 +83,7 @@ OP_NAMES = [
     "_foreach_div", "_foreach_lerp", "_foreach_norm", "_foreach_maximum",
     # the other _foreach_ ops neuron launches once per list
     "_foreach_sub", "_foreach_exp", "_foreach_neg", "_foreach_abs", "_foreach_reciprocal",
-    "_foreach_sigmoid", "_foreach_tanh",
+    "_foreach_sigmoid", "_foreach_tanh", "_foreach_minimum", "_foreach_clamp_min", "_foreach_clamp_max",
 ]
 
 TEST_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool]

@@ -89,7 +89,8 @@ def twin_lists(dtype, count=4, seed=0):
 
 PER_TENSOR_OPS = {"aten::add.out", "aten::sub.out", "aten::mul.out", "aten::div.out", "aten::sqrt.out",
                   "aten::lerp.Scalar_out", "aten::lerp.Tensor_out", "aten::addcmul.out", "aten::addcdiv.out",
-                  "aten::linalg_vector_norm.out"}
+                  "aten::linalg_vector_norm.out", "aten::maximum.out", "aten::minimum.out",
+                  "aten::clamp.out"}
 
 
 def launched(name):
@@ -124,6 +125,11 @@ FOREACH_CALLS = {
     "addcdiv.Scalar": lambda a, b, c, s: torch._foreach_addcdiv(a, b, c, value=2),
     "lerp_.Scalar": lambda a, b, c, s: torch._foreach_lerp_(a, b, 0.1),
     "lerp.List": lambda a, b, c, s: torch._foreach_lerp(a, b, [x.sigmoid() for x in c]),
+    "maximum_.List": lambda a, b, c, s: torch._foreach_maximum_(a, b),
+    "maximum.Scalar": lambda a, b, c, s: torch._foreach_maximum(a, 0.1),
+    "minimum.ScalarList": lambda a, b, c, s: torch._foreach_minimum(a, [0.0, 1, -0.5, 2.0]),
+    "clamp_min_.Scalar": lambda a, b, c, s: torch._foreach_clamp_min_(a, -0.25),
+    "clamp_max.List": lambda a, b, c, s: torch._foreach_clamp_max(a, b),
     "sqrt": lambda a, b, c, s: torch._foreach_sqrt(c),
     "sqrt_": lambda a, b, c, s: torch._foreach_sqrt_(c),
     "exp": lambda a, b, c, s: torch._foreach_exp(a),
@@ -216,3 +222,17 @@ def test_foreach_lists_outside_the_launch_take_the_per_tensor_route():
             bad(a, a)
         with pytest.raises(type(cpu_error.value)):
             bad(ad, ad)
+
+
+def test_foreach_maximum_and_clamps_propagate_nan_as_cpu():
+    nan = float("nan")
+    a = [torch.tensor([1.0, nan, 2.0, nan]), torch.tensor([nan, 0.5])]
+    b = [torch.tensor([nan, 1.0, 3.0, nan]), torch.tensor([0.0, 1.0])]
+    calls = [lambda x, y: torch._foreach_maximum(x, y), lambda x, y: torch._foreach_minimum(x, y),
+             lambda x, y: torch._foreach_clamp_min(x, nan), lambda x, y: torch._foreach_clamp_max(x, 1.5)]
+    for call in calls:
+        torch_neuronx.clear_op_tracking()
+        got = call([t.to("neuron") for t in a], [t.to("neuron") for t in b])
+        assert not {"aten::maximum.out", "aten::minimum.out"} & set(torch_neuronx.get_executed_ops())
+        for w, x in zip(call(a, b), got):
+            torch.testing.assert_close(x.cpu(), w, equal_nan=True)

@@ -16,6 +16,14 @@
 #include <ATen/ops/_foreach_addcdiv_ops.h>
 #include <ATen/ops/_foreach_addcmul_native.h>
 #include <ATen/ops/_foreach_addcmul_ops.h>
+#include <ATen/ops/_foreach_clamp_max_native.h>
+#include <ATen/ops/_foreach_clamp_max_ops.h>
+#include <ATen/ops/_foreach_clamp_min_native.h>
+#include <ATen/ops/_foreach_clamp_min_ops.h>
+#include <ATen/ops/_foreach_maximum_native.h>
+#include <ATen/ops/_foreach_maximum_ops.h>
+#include <ATen/ops/_foreach_minimum_native.h>
+#include <ATen/ops/_foreach_minimum_ops.h>
 #include <ATen/ops/_foreach_div_native.h>
 #include <ATen/ops/_foreach_div_ops.h>
 #include <ATen/ops/_foreach_exp_native.h>
@@ -378,6 +386,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TN_FORMS(div, Scalar, OneScalar, TN_BINARY_DIV, foreach_tensor_div_scalar_kernel_slow)
   TN_FORMS(div, ScalarList, Scalars, TN_BINARY_DIV, foreach_tensor_div_scalarlist_kernel_slow)
   TN_FORMS(div, Tensor, OneTensor, TN_BINARY_DIV, foreach_tensor_div_tensor_kernel_slow)
+  // maximum and minimum propagate NaN, as clamp_min and clamp_max (PyTorch's kernels for
+  // both) do; the per-tensor clamp ops run on the same kernels
+  TN_FORMS(maximum, List, List, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_list_kernel_slow)
+  TN_FORMS(maximum, Scalar, OneScalar, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_scalar_kernel_slow)
+  TN_FORMS(maximum, ScalarList, Scalars, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_scalarlist_kernel_slow)
+  TN_FORMS(minimum, List, List, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_list_kernel_slow)
+  TN_FORMS(minimum, Scalar, OneScalar, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalar_kernel_slow)
+  TN_FORMS(minimum, ScalarList, Scalars, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalarlist_kernel_slow)
+  TN_FORMS(clamp_min, List, List, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_list_kernel_slow)
+  TN_FORMS(clamp_min, Scalar, OneScalar, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_scalar_kernel_slow)
+  TN_FORMS(clamp_min, ScalarList, Scalars, TN_BINARY_MAXIMUM, foreach_tensor_clamp_min_scalarlist_kernel_slow)
+  TN_FORMS(clamp_max, List, List, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_list_kernel_slow)
+  TN_FORMS(clamp_max, Scalar, OneScalar, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalar_kernel_slow)
+  TN_FORMS(clamp_max, ScalarList, Scalars, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalarlist_kernel_slow)
   TN_FORMS(addcmul, Scalar, Value, TN_TERNARY_ADDCMUL, foreach_tensor_addcmul_scalar_slow)
   TN_FORMS(addcmul, ScalarList, Values, TN_TERNARY_ADDCMUL, foreach_tensor_addcmul_scalarlist_slow)
   TN_FORMS(addcmul, Tensor, ValuesTensor, TN_TERNARY_ADDCMUL, foreach_tensor_addcmul_tensor_slow)
