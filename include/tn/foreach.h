@@ -56,6 +56,8 @@ tn_status tn_foreach_async(tn_stream_t stream, const char *name, const tn_foreac
  * of |x|^order (order 1 or 2) or the largest |x| (order 0), NaN if the slice holds one. */
 void tn_kernel_norm_partials(int32_t order, tn_dtype dtype, int32_t count, const tn_foreach_item *items,
                              double *partials, int32_t ith, int32_t nth);
+/* The norm from n threads' partials of one item (consecutive doubles). */
+double tn_kernel_norm_fold(int32_t order, const double *partials, int32_t n);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* Partial vector norms of a list of dense tensors (see tn/foreach.h): each thread reduces its
  * slice of every item in double, in eight lanes so that the loop vectorizes without
- * reassociating; the launch folds the threads' partials. */
+ * reassociating; tn_kernel_norm_fold then combines the threads' partials into the norm. */
 #include <math.h>
 
 #include "half.h"
@@ -59,4 +59,10 @@ void tn_kernel_norm_partials(int32_t order, tn_dtype dtype, int32_t count, const
         }
         partials[(int64_t)k * nth + ith] = p;
     }
+}
+
+double tn_kernel_norm_fold(int32_t order, const double *partials, int32_t n) {
+    double r = partials[0];
+    for (int32_t i = 1; i < n; i++) r = order == 0 ? larger(r, partials[i]) : r + partials[i];
+    return order == 2 ? sqrt(r) : r;
 }

@@ -1,6 +1,5 @@
 /* Launching _foreach_* lists (see tn/foreach.h): the items travel with the task, and every
  * kernel thread runs its share of each item with the single-tensor kernels. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,10 +84,7 @@ static tn_status run_norms(foreach_task *t) {
     if (!t->partials) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for %d partial norms", t->count);
     tn_parallel_run(foreach_slice, t, t->total);
     for (int32_t k = 0; k < t->count; k++) {
-        const double *part = t->partials + (int64_t)k * t->nth;
-        double r = part[0];
-        for (int32_t i = 1; i < t->nth; i++) r = t->op.op == 0 ? (part[i] > r || part[i] != part[i] ? part[i] : r) : r + part[i];
-        tn_value v = {t->op.op == 2 ? sqrt(r) : r, 0, 0, 0};
+        tn_value v = {tn_kernel_norm_fold(t->op.op, t->partials + (int64_t)k * t->nth, t->nth), 0, 0, 0};
         tn_store(t->items[k].out, t->op.out_dtype, v);
     }
     free(t->partials);
