@@ -85,10 +85,17 @@ def test_coverage_tool(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage", "--list"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "native on neuron:" in out.stdout
+    listed = set(out.stdout.split())
+    # computed through a native out= form (structured ops): not on the fallback
+    assert {"aten::pow.Tensor_Scalar", "aten::clamp_", "aten::_softmax"}.isdisjoint(listed)
+    assert {"aten::atan2", "aten::atan2.out"} <= listed  # no neuron kernel yet
+    from torch_neuronx.tools.coverage import op_coverage
+    kinds = op_coverage()
+    assert kinds["aten::add.out"] == "native" and kinds["aten::pow.Tensor_Scalar"] == "out"
     script = tmp_path / "s.py"
     script.write_text("import torch\nx = torch.ones(3, device='neuron')\n(x + 1).cpu()\ntorch.atan2(x, x).cpu()\n")
     out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage", str(script)],

@@ -84,6 +84,9 @@ OP_NAMES = [
     # the other _foreach_ ops neuron launches once per list
     "_foreach_sub", "_foreach_exp", "_foreach_neg", "_foreach_abs", "_foreach_reciprocal",
     "_foreach_sigmoid", "_foreach_tanh", "_foreach_minimum", "_foreach_clamp_min", "_foreach_clamp_max",
+    "_foreach_expm1", "_foreach_log", "_foreach_log1p", "_foreach_rsqrt", "_foreach_sin", "_foreach_cos",
+    "_foreach_erf", "_foreach_floor", "_foreach_ceil", "_foreach_round", "_foreach_trunc", "_foreach_sign",
+    "_foreach_pow", "_foreach_zero", "_foreach_copy",
 ]
 
 TEST_DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool]

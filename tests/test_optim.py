@@ -138,6 +138,25 @@ FOREACH_CALLS = {
     "reciprocal": lambda a, b, c, s: torch._foreach_reciprocal(c),
     "sigmoid_": lambda a, b, c, s: torch._foreach_sigmoid_(a),
     "tanh": lambda a, b, c, s: torch._foreach_tanh(a),
+    "expm1_": lambda a, b, c, s: torch._foreach_expm1_(a),
+    "log": lambda a, b, c, s: torch._foreach_log(c),
+    "log1p_": lambda a, b, c, s: torch._foreach_log1p_(c),
+    "rsqrt": lambda a, b, c, s: torch._foreach_rsqrt(c),
+    "sin": lambda a, b, c, s: torch._foreach_sin(a),
+    "cos_": lambda a, b, c, s: torch._foreach_cos_(a),
+    "erf": lambda a, b, c, s: torch._foreach_erf(a),
+    "floor_": lambda a, b, c, s: torch._foreach_floor_(a),
+    "ceil": lambda a, b, c, s: torch._foreach_ceil(torch._foreach_mul(a, 3)),
+    "round": lambda a, b, c, s: torch._foreach_round(torch._foreach_mul(a, 3)),
+    "trunc_": lambda a, b, c, s: torch._foreach_trunc_(a),
+    "sign": lambda a, b, c, s: torch._foreach_sign(a),
+    "pow.List": lambda a, b, c, s: torch._foreach_pow(c, b),
+    "pow_.Scalar": lambda a, b, c, s: torch._foreach_pow_(a, 2),  # x * x, as the per-tensor pow
+    "pow.Scalar": lambda a, b, c, s: torch._foreach_pow(c, -1.5),
+    "pow.ScalarList": lambda a, b, c, s: torch._foreach_pow(c, [3, 0.5, -1, 1.5]),
+    "lerp_.ScalarList": lambda a, b, c, s: torch._foreach_lerp_(a, b, [0.1, 0.9, -0.5, 0.5]),
+    "zero_": lambda a, b, c, s: torch._foreach_zero_(a),
+    "copy_": lambda a, b, c, s: torch._foreach_copy_(a, b),
 }
 
 
@@ -151,8 +170,8 @@ def test_foreach_ops_match_cpu_in_one_launch(call, dtype):
     want = FOREACH_CALLS[call](a, b, c, s)
     got = FOREACH_CALLS[call](ad, bd, cd, sd)
     launched("aten::_foreach_" + call)
-    if got is None:  # in place: the first list (the third for sqrt_) was updated
-        want, got = (c, cd) if call == "sqrt_" else (a, ad)
+    if got is None:  # in place: the first list (the third for sqrt_ and log1p_) was updated
+        want, got = (c, cd) if call in ("sqrt_", "log1p_") else (a, ad)
     assert len(got) == len(want)
     for w, x in zip(want, got):
         assert x.device.type == "neuron" and x.dtype == w.dtype and x.stride() == w.stride()
@@ -222,6 +241,93 @@ def test_foreach_lists_outside_the_launch_take_the_per_tensor_route():
             bad(a, a)
         with pytest.raises(type(cpu_error.value)):
             bad(ad, ad)
+
+
+def test_foreach_pow_mixing_squares_and_copy_between_dtypes():
+    a, ad = twin_lists(torch.float32)
+    torch_neuronx.clear_op_tracking()
+    got = torch._foreach_pow(ad, [2, 3, 2, 1])  # squares (x * x) among others: per tensor
+    assert "aten::_foreach_pow.ScalarList" not in torch_neuronx.get_executed_ops()
+    for w, x in zip(torch._foreach_pow(a, [2, 3, 2, 1]), got):
+        torch.testing.assert_close(x.cpu(), w)
+    for src_dtype, dst_dtype in ((torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32),
+                                 (torch.float32, torch.int32), (torch.int64, torch.float16)):
+        src = [(x * 10).to(src_dtype) for x in a]
+        dst, dst_d = [torch.empty_like(x, dtype=dst_dtype) for x in src], [torch.empty_like(x, dtype=dst_dtype, device="neuron") for x in src]
+        torch_neuronx.clear_op_tracking()
+        torch._foreach_copy_(dst_d, [x.to("neuron") for x in src])
+        launched("aten::_foreach_copy_")
+        torch._foreach_copy_(dst, src)
+        for w, x in zip(dst, dst_d):
+            torch.testing.assert_close(x.cpu(), w, rtol=0, atol=0)
+    # a source that partly overlaps its destination: per tensor, which refuses it as the CPU does
+    for device in ("cpu", "neuron"):
+        base = torch.arange(8.0, device=device)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            torch._foreach_copy_([base[:4]], [base[2:6]])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_amp_unscale_and_scale_update_match_cpu(dtype):
+    """GradScaler's two ops: the unscale over a gradient list (one launch, found_inf set by an
+    inf or a NaN in any tensor) and the scale update, against the CPU's kernels."""
+    for bad in (None, float("inf"), float("nan")):
+        grads, grads_d = twin_lists(dtype)
+        if bad is not None:
+            grads[1][-1] = bad
+            grads_d[1][-1] = bad
+        state = {}
+        for device, gl in (("cpu", grads), ("neuron", grads_d)):
+            found = torch.zeros(1, device=device)
+            scale, tracker = torch.full((1,), 65536.0, device=device), torch.full((1,), 1, dtype=torch.int32, device=device)
+            torch_neuronx.clear_op_tracking()
+            torch._amp_foreach_non_finite_check_and_unscale_(gl, found, torch.full((1,), 1 / 3, device=device))
+            torch._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 2)
+            state[device] = (found, scale, tracker)
+        ops = torch_neuronx.get_executed_ops()
+        assert {"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"} <= set(ops), ops
+        assert torch_neuronx.get_fallback_ops() == {}
+        for w, x in zip(state["cpu"], state["neuron"]):
+            torch.testing.assert_close(x.cpu(), w, rtol=0, atol=0)
+        for w, x in zip(grads, grads_d):
+            torch.testing.assert_close(x.cpu(), w, rtol=0, atol=0, equal_nan=True)
+    # scalars of the wrong kind: the CPU kernels' errors, raised without the CPU
+    g = [torch.ones(3, device="neuron")]
+    torch_neuronx.clear_op_tracking()
+    with pytest.raises(RuntimeError, match="found_inf must be a 1-element tensor"):
+        torch._amp_foreach_non_finite_check_and_unscale_(g, torch.zeros(2, device="neuron"), torch.ones(1, device="neuron"))
+    with pytest.raises(RuntimeError, match="growth_tracker must be an int tensor"):
+        torch._amp_update_scale_(torch.ones(1, device="neuron"), torch.zeros(1, device="neuron"),
+                                 torch.zeros(1, device="neuron"), 2.0, 0.5, 2)
+    assert torch_neuronx.get_fallback_ops() == {}
+
+
+def test_grad_scaler_training_matches_cpu():
+    """torch.amp.GradScaler("neuron") around a float32 model: scale, unscale before clipping,
+    a skipped step after an overflow, and the scale's growth, as on the CPU."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    twins = {"cpu": model, "neuron": __import__("copy").deepcopy(model).to("neuron")}
+    opts = {d: torch.optim.SGD(m.parameters(), lr=0.1) for d, m in twins.items()}
+    scalers = {d: torch.amp.GradScaler(d, init_scale=2.0 ** 10, growth_interval=2) for d in twins}
+    g = torch.Generator().manual_seed(3)
+    torch_neuronx.clear_op_tracking()
+    for step in range(5):
+        x, y = torch.randn(4, 6, generator=g), torch.randn(4, 1, generator=g)
+        if step == 2:
+            x[0, 0] = float("inf")  # an overflowing step: skipped, and the scale backs off
+        for d in twins:
+            loss = torch.nn.functional.mse_loss(twins[d](x.to(d)), y.to(d))
+            opts[d].zero_grad()
+            scalers[d].scale(loss).backward()
+            scalers[d].unscale_(opts[d])
+            torch.nn.utils.clip_grad_norm_(twins[d].parameters(), 1.0)
+            scalers[d].step(opts[d])
+            scalers[d].update()
+        assert scalers["neuron"].get_scale() == scalers["cpu"].get_scale(), step
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    for p, q in zip(twins["cpu"].parameters(), twins["neuron"].parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach())
 
 
 def test_foreach_maximum_and_clamps_propagate_nan_as_cpu():

@@ -27,7 +27,11 @@ typedef enum tn_foreach_kind {
     TN_FOREACH_UNARY,   /* out = op(a) */
     TN_FOREACH_BINARY,  /* out = op(a, b, alpha); b a tensor, the item's scalar, or `other` */
     TN_FOREACH_TERNARY, /* out = op(a, b, c, scalar); lerp with c NULL takes scalar as weight */
-    TN_FOREACH_NORM     /* *out = the vector norm of a, a value of out_dtype */
+    TN_FOREACH_NORM,    /* *out = the vector norm of a, a value of out_dtype */
+    TN_FOREACH_FILL,    /* out = scalar; a is not read */
+    TN_FOREACH_COPY,    /* out (of out_dtype) = a (of dtype), converted */
+    TN_FOREACH_UNSCALE  /* out = a * *other (a float32 device value: GradScaler's inverse scale),
+                         * and *found_inf = 1.0f if an element of a is not finite */
 } tn_foreach_kind;
 
 typedef struct tn_foreach {
@@ -37,15 +41,18 @@ typedef struct tn_foreach {
     tn_dtype dtype;    /* of every tensor of the lists (NORM: of a) */
     tn_dtype compute;  /* as for the single-tensor launch */
     tn_scalar alpha;   /* BINARY */
-    const void *other; /* BINARY: one device value every item's b is (a 0-dim tensor), or NULL */
+    const void *other; /* BINARY: one device value every item's b is (a 0-dim tensor), or NULL;
+                        * UNSCALE: the inverse scale */
     tn_dtype other_dtype;
-    tn_dtype out_dtype; /* NORM */
+    tn_dtype out_dtype; /* NORM, COPY */
+    float *found_inf;   /* UNSCALE */
 } tn_foreach;
 
 typedef struct tn_foreach_item {
     void *out;
     const void *a, *b, *c; /* b: NULL for a scalar operand; c: TERNARY only */
-    tn_scalar scalar;      /* BINARY: b when b and `other` are NULL; TERNARY: value or weight */
+    tn_scalar scalar;      /* BINARY: b when b and `other` are NULL; TERNARY: value or weight;
+                            * FILL: the value */
     int64_t numel;
 } tn_foreach_item;
 
@@ -58,6 +65,12 @@ void tn_kernel_norm_partials(int32_t order, tn_dtype dtype, int32_t count, const
                              double *partials, int32_t ith, int32_t nth);
 /* The norm from n threads' partials of one item (consecutive doubles). */
 double tn_kernel_norm_fold(int32_t order, const double *partials, int32_t n);
+
+/* One thread's slice of every item of an UNSCALE launch: out = a * inv_scale, computed in float
+ * (double for float64) and rounded to dtype, as PyTorch's kernels compute it. Returns non-zero
+ * if the slice holds an element that is not finite. */
+int tn_kernel_unscale(tn_dtype dtype, int32_t count, const tn_foreach_item *items, float inv_scale,
+                      int32_t ith, int32_t nth);
 
 #ifdef __cplusplus
 }

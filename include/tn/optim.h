@@ -37,6 +37,22 @@ tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_ada
 /* One thread's share of the elements of all the groups, taken in order. */
 void tn_kernel_adam(const tn_adam_config *config, int32_t count, const tn_adam_group *groups,
                     int32_t ith, int32_t nth);
+
+/* GradScaler's scale update (PyTorch's _amp_update_scale_) on device scalars. After a step
+ * that found an inf or NaN (*found_inf != 0) the scale is multiplied by backoff_factor and the
+ * tracker reset; otherwise the tracker counts the clean step, and at growth_interval clean
+ * steps in a row the scale is multiplied by growth_factor (unless that overflows to inf) and
+ * the tracker reset. Products are taken in double and stored as float, as PyTorch does. */
+typedef struct tn_amp_scale {
+    float *scale;
+    int32_t *growth_tracker;
+    const float *found_inf;
+    double growth_factor, backoff_factor;
+    int64_t growth_interval;
+} tn_amp_scale;
+
+tn_status tn_amp_update_scale_async(tn_stream_t stream, const tn_amp_scale *update);
+void tn_kernel_amp_update_scale(const tn_amp_scale *update);
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-/* Fused Adam / AdamW (see tn/optim.h). */
+/* Fused Adam / AdamW and GradScaler's scale update (see tn/optim.h). */
 #include <math.h>
 
 #include "elem.h"
@@ -76,5 +76,21 @@ void tn_kernel_adam(const tn_adam_config *cfg, int32_t count, const tn_adam_grou
                 tn_store(ptrs[j], g->dtype, val);
             }
         }
+    }
+}
+
+void tn_kernel_amp_update_scale(const tn_amp_scale *u) {
+    if (*u->found_inf != 0.0f) {
+        *u->scale = (float)(*u->scale * u->backoff_factor);
+        *u->growth_tracker = 0;
+        return;
+    }
+    int64_t clean = (int64_t)*u->growth_tracker + 1;
+    if (clean == u->growth_interval) {
+        float grown = (float)(*u->scale * u->growth_factor);
+        if (!isinf(grown)) *u->scale = grown;
+        *u->growth_tracker = 0;
+    } else {
+        *u->growth_tracker = (int32_t)clean;
     }
 }

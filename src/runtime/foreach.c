@@ -12,7 +12,8 @@ typedef struct foreach_task {
     tn_foreach op;
     int32_t count;
     int64_t total;
-    int32_t failed;   /* a kernel refused an item (integer division by zero) */
+    int32_t failed;   /* a kernel refused an item (integer division by zero); UNSCALE: an
+                       * element was not finite */
     int32_t nth;      /* NORM: the threads that ran */
     double *partials; /* NORM: item k's partial of thread i at k * nth + i, during the run */
     tn_foreach_item items[]; /* count entries */
@@ -61,6 +62,14 @@ static tn_status run_item(const foreach_task *t, const tn_foreach_item *it, int3
                           op->compute, ith, nth);
         return TN_STATUS_OK;
     }
+    case TN_FOREACH_FILL:
+        tn_kernel_fill(&out, &it->scalar, ith, nth);
+        return TN_STATUS_OK;
+    case TN_FOREACH_COPY: {
+        tn_tensor dst = span(it->out, op->out_dtype, it->numel, 1);
+        tn_kernel_copy(&dst, &a, ith, nth);
+        return TN_STATUS_OK;
+    }
     default:
         return TN_STATUS_OK;
     }
@@ -71,6 +80,11 @@ static void foreach_slice(void *p, int32_t ith, int32_t nth) {
     if (t->op.kind == TN_FOREACH_NORM) {
         if (ith == 0) t->nth = nth; /* every thread sees the same nth */
         tn_kernel_norm_partials(t->op.op, t->op.dtype, t->count, t->items, t->partials, ith, nth);
+        return;
+    }
+    if (t->op.kind == TN_FOREACH_UNSCALE) {
+        if (tn_kernel_unscale(t->op.dtype, t->count, t->items, *(const float *)t->op.other, ith, nth))
+            t->failed = 1; /* benign race, as below */
         return;
     }
     for (int32_t k = 0; k < t->count; k++)
@@ -96,6 +110,10 @@ static tn_status run_foreach(void *p) {
     foreach_task *t = p;
     if (t->op.kind == TN_FOREACH_NORM) return run_norms(t);
     tn_parallel_run(foreach_slice, t, t->total);
+    if (t->op.kind == TN_FOREACH_UNSCALE) {
+        if (t->failed) *t->op.found_inf = 1.0f;
+        return TN_STATUS_OK;
+    }
     return t->failed ? tn_error(TN_STATUS_INVALID_ARGUMENT, "ZeroDivisionError") : TN_STATUS_OK;
 }
 
@@ -114,6 +132,11 @@ static tn_status check_op(const tn_foreach *op) {
         return (op->op == 0 || op->op == 1 || op->op == 2) && float_dtype(op->dtype) && float_dtype(op->out_dtype)
                    ? TN_STATUS_OK
                    : TN_STATUS_INVALID_ARGUMENT;
+    case TN_FOREACH_FILL: return TN_STATUS_OK;
+    case TN_FOREACH_COPY: return tn_dtype_size(op->out_dtype) && op->out_dtype < TN_DTYPE_C64 ? TN_STATUS_OK
+                                                                                       : TN_STATUS_INVALID_ARGUMENT;
+    case TN_FOREACH_UNSCALE:
+        return float_dtype(op->dtype) && op->other && op->found_inf ? TN_STATUS_OK : TN_STATUS_INVALID_ARGUMENT;
     }
     return TN_STATUS_INVALID_ARGUMENT;
 }
@@ -128,7 +151,8 @@ tn_status tn_foreach_async(tn_stream_t stream, const char *name, const tn_foreac
     for (int32_t k = 0; k < count; k++) {
         const tn_foreach_item *it = &items[k];
         int needs_b = op->kind == TN_FOREACH_TERNARY, needs_c = op->kind == TN_FOREACH_TERNARY && op->op != TN_TERNARY_LERP;
-        if (it->numel < 0 || (it->numel && (!it->out || !it->a || (needs_b && !it->b) || (needs_c && !it->c))) ||
+        int needs_a = op->kind != TN_FOREACH_FILL;
+        if (it->numel < 0 || (it->numel && (!it->out || (needs_a && !it->a) || (needs_b && !it->b) || (needs_c && !it->c))) ||
             (op->kind == TN_FOREACH_NORM && !it->out))
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: item %d lacks an operand", name, k);
         total += it->numel;

@@ -51,3 +51,15 @@ tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_ada
     free(t);
     return st;
 }
+
+static tn_status run_amp_update_scale(void *p) {
+    tn_kernel_amp_update_scale(p);
+    return TN_STATUS_OK;
+}
+
+tn_status tn_amp_update_scale_async(tn_stream_t stream, const tn_amp_scale *update) {
+    if (!update || !update->scale || !update->growth_tracker || !update->found_inf)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "amp update scale: a scalar is missing");
+    return tn_stream_launch(stream, "aten::_amp_update_scale_", run_amp_update_scale, (void *)update,
+                            sizeof *update);
+}

@@ -21,6 +21,7 @@ int tn_test_failures;
     X(test_philox_known_answers) \
     X(test_random_kernels)       \
     X(test_adam_kernel)          \
+    X(test_amp_update_scale)     \
     X(test_stream_order)         \
     X(test_stream_task_sizes)    \
     X(test_task_ring)            \
@@ -56,6 +57,7 @@ int tn_test_failures;
     X(test_ternary_kernel)       \
     X(test_ternary_rows_every_isa) \
     X(test_foreach_launch)       \
+    X(test_foreach_fill_copy_unscale) \
     X(test_adam_rows_every_isa)  \
     X(test_attention_kernel)     \
     X(test_softmax_kernels)      \

@@ -393,6 +393,74 @@ void test_foreach_launch(void) {
     free(o);
 }
 
+/* Fill, copy (converting) and GradScaler's unscale as list launches: every thread's share of
+ * each item, an empty item, and the flag for an element that is not finite. */
+void test_foreach_fill_copy_unscale(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    enum { BIG = 2 * TN_PARALLEL_GRAIN + 5 };
+    float *x = malloc(sizeof(float) * BIG), *o = malloc(sizeof(float) * BIG);
+    uint16_t *h = malloc(sizeof(uint16_t) * BIG);
+    for (int i = 0; i < BIG; i++) x[i] = (float)(i % 37) * 0.3f - 5.0f;
+    float small[3] = {1.0f, 2.0f, 3.0f};
+    tn_foreach_item items[3] = {{.out = o, .numel = BIG, .scalar = {.kind = TN_SCALAR_KIND_FLOAT, .f = 0.25}},
+                                {.out = small, .numel = 3, .scalar = {.kind = TN_SCALAR_KIND_INT, .i = -7}},
+                                {.numel = 0}};
+    tn_foreach op = {.kind = TN_FOREACH_FILL, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32};
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_zero_", &op, 3, items));
+    CHECK_OK(tn_stream_synchronize(s));
+    int bad = 0;
+    for (int i = 0; i < BIG; i++) bad += o[i] != 0.25f;
+    CHECK(bad == 0 && small[0] == -7.0f && small[2] == -7.0f);
+    /* copy float32 into bfloat16 */
+    tn_foreach_item copy = {.out = h, .a = x, .numel = BIG};
+    op = (tn_foreach){.kind = TN_FOREACH_COPY, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32, .out_dtype = TN_DTYPE_BF16};
+    CHECK_OK(tn_foreach_async(s, "aten::_foreach_copy_", &op, 1, &copy));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < BIG; i++) bad += h[i] != tn_f32_to_bf16(x[i]);
+    CHECK(bad == 0);
+    /* unscale in place: finite values leave the flag alone; an inf in the last thread's share
+     * (or a NaN in a small item) sets it, and everything is still multiplied */
+    float inv = 0.5f, found = 0.0f;
+    tn_foreach_item unscale[2] = {{.out = x, .a = x, .numel = BIG}, {.out = small, .a = small, .numel = 3}};
+    op = (tn_foreach){.kind = TN_FOREACH_UNSCALE, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32, .other = &inv,
+                      .other_dtype = TN_DTYPE_F32, .found_inf = &found};
+    memcpy(o, x, sizeof(float) * BIG);
+    CHECK_OK(tn_foreach_async(s, "aten::_amp_foreach_non_finite_check_and_unscale_", &op, 2, unscale));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < BIG; i++) bad += x[i] != o[i] * 0.5f;
+    CHECK(bad == 0 && found == 0.0f && small[1] == -3.5f);
+    x[BIG - 1] = INFINITY;
+    CHECK_OK(tn_foreach_async(s, "aten::_amp_foreach_non_finite_check_and_unscale_", &op, 2, unscale));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(found == 1.0f && x[0] == o[0] * 0.25f && isinf(x[BIG - 1]));
+    found = 0.0f;
+    small[2] = NAN;
+    CHECK_OK(tn_foreach_async(s, "aten::_amp_foreach_non_finite_check_and_unscale_", &op, 1, unscale + 1));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(found == 1.0f);
+    /* bfloat16 in place: widened, multiplied, rounded */
+    for (int i = 0; i < BIG; i++) h[i] = tn_f32_to_bf16((float)(i % 37) * 0.3f - 5.0f);
+    tn_foreach_item half = {.out = h, .a = h, .numel = BIG};
+    op.dtype = op.compute = TN_DTYPE_BF16;
+    inv = 1.0f / 3.0f;
+    found = 0.0f;
+    CHECK_OK(tn_foreach_async(s, "aten::_amp_foreach_non_finite_check_and_unscale_", &op, 1, &half));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < BIG; i++)
+        bad += h[i] != tn_f32_to_bf16(tn_bf16_to_f32(tn_f32_to_bf16((float)(i % 37) * 0.3f - 5.0f)) * inv);
+    CHECK(bad == 0 && found == 0.0f);
+    /* refused: no flag, a fill without its output */
+    op.found_inf = NULL;
+    CHECK(tn_foreach_async(s, NULL, &op, 1, &half) == TN_STATUS_INVALID_ARGUMENT);
+    op = (tn_foreach){.kind = TN_FOREACH_FILL, .dtype = TN_DTYPE_F32, .compute = TN_DTYPE_F32};
+    tn_foreach_item no_out = {.numel = 4};
+    CHECK(tn_foreach_async(s, NULL, &op, 1, &no_out) == TN_STATUS_INVALID_ARGUMENT);
+    free(x);
+    free(o);
+    free(h);
+}
+
 static float ternary_ref(tn_ternary_op op, float a, float b, float c, float s) {
     if (op == TN_TERNARY_ADDCMUL) return a + s * b * c;
     if (op == TN_TERNARY_ADDCDIV) return a + s * (b / c);

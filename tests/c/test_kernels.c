@@ -156,3 +156,35 @@ void test_adam_kernel(void) {
     tn_kernel_adam(&cfg, 2, groups, 0, 1);
     CHECK(p[0] == before);                                 /* skipped */
 }
+
+/* GradScaler's scale update: back off after an inf, count clean steps, grow at the interval,
+ * and keep the scale when growing would overflow. */
+void test_amp_update_scale(void) {
+    float scale = 1024.0f, found = 0.0f;
+    int32_t tracker = 0;
+    tn_amp_scale u = {&scale, &tracker, &found, 2.0, 0.5, 3};
+    tn_kernel_amp_update_scale(&u);
+    tn_kernel_amp_update_scale(&u);
+    CHECK(scale == 1024.0f && tracker == 2);
+    tn_kernel_amp_update_scale(&u);
+    CHECK(scale == 2048.0f && tracker == 0);
+    found = 1.0f;
+    tracker = 2;
+    tn_kernel_amp_update_scale(&u);
+    CHECK(scale == 1024.0f && tracker == 0);
+    found = 0.0f;
+    scale = 3e38f;
+    tracker = 2;
+    tn_kernel_amp_update_scale(&u);
+    CHECK(scale == 3e38f && tracker == 0); /* 6e38 is inf as a float: kept */
+    /* on a stream, with the arguments copied at launch */
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    scale = 8.0f;
+    found = 1.0f;
+    CHECK_OK(tn_amp_update_scale_async(s, &u));
+    u.scale = NULL;
+    CHECK(tn_amp_update_scale_async(s, &u) == TN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(scale == 4.0f);
+}

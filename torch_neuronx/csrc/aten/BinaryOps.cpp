@@ -130,10 +130,13 @@ Tensor& pow_tensor_out(const Tensor& self, const Tensor& exponent, Tensor& out) 
 
 Tensor& pow_scalar_out(const Tensor& self, const c10::Scalar& exponent, Tensor& out) {
   using Op = at::_ops::pow_Tensor_Scalar_out;
-  if (!at::isFloatingType(self.scalar_type()) || exponent.isComplex())
-    return via_fallback<Op>(self, exponent, out);
+  if (self.is_complex() || exponent.isComplex()) return via_fallback<Op>(self, exponent, out);
+  bool integral = at::isIntegralType(self.scalar_type(), true);
+  TORCH_CHECK(!(integral && exponent.isIntegral(true) && exponent.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
   // x^2 as x * x (RMSNorm's variance), as PyTorch's CPU kernel does: faster than pow, same value
-  if (exponent.toDouble() == 2.0) {
+  // (integers and bool promote through the iterator as they do on the CPU)
+  if (!integral && exponent.toDouble() == 2.0) {
     auto iter = TensorIterator::borrowing_binary_op(out, self, self);
     return binary<Op>(TN_BINARY_MUL, iter, out, 1, self, exponent, out);
   }

@@ -46,6 +46,37 @@
 #include <ATen/ops/_foreach_sub_ops.h>
 #include <ATen/ops/_foreach_tanh_native.h>
 #include <ATen/ops/_foreach_tanh_ops.h>
+#include <ATen/ops/_foreach_expm1_native.h>
+#include <ATen/ops/_foreach_expm1_ops.h>
+#include <ATen/ops/_foreach_log_native.h>
+#include <ATen/ops/_foreach_log_ops.h>
+#include <ATen/ops/_foreach_log1p_native.h>
+#include <ATen/ops/_foreach_log1p_ops.h>
+#include <ATen/ops/_foreach_rsqrt_native.h>
+#include <ATen/ops/_foreach_rsqrt_ops.h>
+#include <ATen/ops/_foreach_sin_native.h>
+#include <ATen/ops/_foreach_sin_ops.h>
+#include <ATen/ops/_foreach_cos_native.h>
+#include <ATen/ops/_foreach_cos_ops.h>
+#include <ATen/ops/_foreach_erf_native.h>
+#include <ATen/ops/_foreach_erf_ops.h>
+#include <ATen/ops/_foreach_floor_native.h>
+#include <ATen/ops/_foreach_floor_ops.h>
+#include <ATen/ops/_foreach_ceil_native.h>
+#include <ATen/ops/_foreach_ceil_ops.h>
+#include <ATen/ops/_foreach_round_native.h>
+#include <ATen/ops/_foreach_round_ops.h>
+#include <ATen/ops/_foreach_trunc_native.h>
+#include <ATen/ops/_foreach_trunc_ops.h>
+#include <ATen/ops/_foreach_sign_native.h>
+#include <ATen/ops/_foreach_sign_ops.h>
+#include <ATen/ops/_foreach_pow_native.h>
+#include <ATen/ops/_foreach_pow_ops.h>
+#include <ATen/ops/_foreach_zero_native.h>
+#include <ATen/ops/_foreach_zero_ops.h>
+#include <ATen/ops/_foreach_copy_native.h>
+#include <ATen/ops/_foreach_copy_ops.h>
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
@@ -70,11 +101,13 @@ bool list_dtype(c10::ScalarType t) {
   return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kDouble;
 }
 
-// The lists one launch takes: see the top of the file.
-bool fast_route(std::initializer_list<TensorList> lists) {
+// The lists one launch takes: see the top of the file. Fills and copies take every real dtype
+// (`any_dtype`).
+bool fast_route(std::initializer_list<TensorList> lists, bool any_dtype = false) {
   TensorList self = *lists.begin();
   if (self.empty() || !self[0].defined() || !self[0].device().is_privateuseone() ||
-      !list_dtype(self[0].scalar_type()))
+      !(any_dtype ? !at::isComplexType(self[0].scalar_type()) && elementwise_dtypes_ok({self[0].scalar_type()})
+                  : list_dtype(self[0].scalar_type())))
     return false;
   for (TensorList l : lists)
     if (l.size() != self.size()) return false;
@@ -114,6 +147,7 @@ struct Operands {
   std::vector<Scalar> owned;
   const Tensor* other = nullptr;  // a 0-dim device tensor every item's b is
   Scalar alpha = 1;
+  int32_t code = -1;  // the op, when the binder chooses it
 };
 
 void launch(const char* name, tn_foreach_kind kind, int32_t code, TensorList out, TensorList self,
@@ -121,7 +155,7 @@ void launch(const char* name, tn_foreach_kind kind, int32_t code, TensorList out
   track_native(name);
   tn_foreach op{};
   op.kind = kind;
-  op.op = code;
+  op.op = with.code >= 0 ? with.code : code;
   op.dtype = op.compute = op.out_dtype = to_tn_dtype(self[0].scalar_type());
   op.alpha = to_tn_scalar(with.alpha);
   if (with.other) {
@@ -286,6 +320,92 @@ struct LerpWeights {  // lerp with a list of weights
   }
 };
 
+struct LerpWeightList {  // lerp with a scalar weight per item
+  using Sig = void(TensorList, TensorList, ScalarList);
+  static Bound operands(TensorList self, TensorList end, ScalarList w) {
+    if (!fast_route({self, end}) || !real(w, self.size())) return std::nullopt;
+    return Operands{end, {}, w};
+  }
+};
+
+// pow with a scalar exponent: x^2 is x * x, as the single-tensor pow computes it.
+Bound pow_operands(TensorList self, ScalarList exponents) {
+  if (!fast_route({self}) || !real(exponents, exponents.size())) return std::nullopt;
+  size_t squares = 0;
+  for (const Scalar& e : exponents) squares += e.toDouble() == 2.0;
+  if (squares == 0) return Operands{{}, {}, exponents};
+  if (squares != exponents.size()) return std::nullopt;  // a mix: per tensor
+  Operands with{self};
+  with.code = TN_BINARY_MUL;
+  return with;
+}
+
+struct PowScalar {
+  using Sig = void(TensorList, const Scalar&);
+  static Bound operands(TensorList self, const Scalar& e) { return pow_operands(self, ScalarList(e)); }
+};
+
+struct PowScalars {
+  using Sig = void(TensorList, ScalarList);
+  static Bound operands(TensorList self, ScalarList e) {
+    return e.size() == self.size() ? pow_operands(self, e) : std::nullopt;
+  }
+};
+
+void foreach_zero_(TensorList self) {
+  if (!fast_route({self}, true)) return at::native::foreach_tensor_zero_slow_(self);
+  Operands with;
+  with.owned.emplace_back(0);
+  launch(op_name<at::_ops::_foreach_zero_>(), TN_FOREACH_FILL, 0, self, self, with);
+}
+
+// copy_ between lists of one dtype each (they may differ: a conversion), laid out alike; a
+// source that partly overlaps its destination goes per tensor, which checks it.
+void foreach_copy_(TensorList self, TensorList src, bool non_blocking) {
+  bool fast = fast_route({self}, true) && fast_route({src}, true) && src.size() == self.size() &&
+              src[0].device() == self[0].device();
+  for (size_t k = 0; fast && k < self.size(); k++)
+    fast = src[k].sizes() == self[k].sizes() && src[k].strides() == self[k].strides() &&
+           (!src[k].storage().is_alias_of(self[k].storage()) || src[k].data_ptr() == self[k].data_ptr());
+  if (!fast) return at::native::foreach_tensor_copy_list_kernel_slow_(self, src, non_blocking);
+  track_native(op_name<at::_ops::_foreach_copy_>());
+  tn_foreach op{};
+  op.kind = TN_FOREACH_COPY;
+  op.dtype = op.compute = to_tn_dtype(src[0].scalar_type());
+  op.out_dtype = to_tn_dtype(self[0].scalar_type());
+  std::vector<tn_foreach_item> items(self.size());
+  for (size_t k = 0; k < self.size(); k++)
+    items[k] = {self[k].data_ptr(), src[k].const_data_ptr(), nullptr, nullptr, {}, self[k].numel()};
+  check(tn_foreach_async(current_stream(self[0].device().index()), op_name<at::_ops::_foreach_copy_>(), &op,
+                         static_cast<int32_t>(items.size()), items.data()));
+}
+
+// GradScaler.unscale_: every gradient times the inverse scale, and found_inf set to 1 if one
+// holds an inf or NaN. The scalars are checked as PyTorch's kernels check them; gradient lists
+// the launch does not take go to the CPU kernel.
+void amp_unscale_(TensorList self, Tensor& found_inf, const Tensor& inv_scale) {
+  using Op = at::_ops::_amp_foreach_non_finite_check_and_unscale_;
+  TORCH_CHECK(inv_scale.numel() == 1, "inv_scale must be a 1-element tensor.");
+  TORCH_CHECK(found_inf.numel() == 1, "found_inf must be a 1-element tensor.");
+  TORCH_CHECK(inv_scale.scalar_type() == at::kFloat, "inv_scale must be a float tensor.");
+  TORCH_CHECK(found_inf.scalar_type() == at::kFloat, "found_inf must be a float tensor.");
+  if (self.empty()) return;
+  if (!fast_route({self}) || found_inf.device() != self[0].device() || inv_scale.device() != self[0].device())
+    return via_fallback<Op>(self, found_inf, inv_scale);
+  track_native(op_name<Op>());
+  tn_foreach op{};
+  op.kind = TN_FOREACH_UNSCALE;
+  op.dtype = op.compute = to_tn_dtype(self[0].scalar_type());
+  op.other = inv_scale.const_data_ptr();
+  op.other_dtype = TN_DTYPE_F32;
+  op.found_inf = found_inf.data_ptr<float>();
+  std::vector<tn_foreach_item> items(self.size());
+  for (size_t k = 0; k < self.size(); k++)
+    items[k] = {self[k].data_ptr(), self[k].const_data_ptr(), nullptr, nullptr, {}, self[k].numel()};
+  check(tn_foreach_async(current_stream(self[0].device().index()), op_name<Op>(), &op,
+                         static_cast<int32_t>(items.size()), items.data()));
+}
+
 // Vector norms of 1, 2 or infinite order, as 0-dim views into one result.
 Tensors norm(TensorList self, const Scalar& ord, std::optional<c10::ScalarType> dtype) {
   double p = ord.isComplex() ? NAN : ord.toDouble();
@@ -340,6 +460,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TN_BINARY(clamp_max, List, List, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_list_kernel_slow)
   TN_BINARY(clamp_max, Scalar, OneScalar, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalar_kernel_slow)
   TN_BINARY(clamp_max, ScalarList, Scalars, TN_BINARY_MINIMUM, foreach_tensor_clamp_max_scalarlist_kernel_slow)
+  TN_BINARY(pow, List, List, TN_BINARY_POW, foreach_tensor_pow_list_kernel_slow)
+  TN_BINARY(pow, Scalar, PowScalar, TN_BINARY_POW, foreach_tensor_pow_scalar_kernel_slow)
+  TN_BINARY(pow, ScalarList, PowScalars, TN_BINARY_POW, foreach_tensor_pow_scalarlist_kernel_slow)
 #undef TN_BINARY
 #define TN_TERNARY(name, overload, Bind, code, slow) TN_FORMS(name, overload, Bind, TN_FOREACH_TERNARY, code, slow)
   TN_TERNARY(addcmul, Scalar, Value, TN_TERNARY_ADDCMUL, foreach_tensor_addcmul_scalar_slow)
@@ -350,6 +473,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TN_TERNARY(addcdiv, Tensor, ValuesTensor, TN_TERNARY_ADDCDIV, foreach_tensor_addcdiv_tensor_slow)
   TN_TERNARY(lerp, List, LerpWeights, TN_TERNARY_LERP, foreach_tensor_ternary_lerp_slow)
   TN_TERNARY(lerp, Scalar, LerpWeight, TN_TERNARY_LERP, foreach_tensor_lerp_list_kernel_slow)
+  TN_TERNARY(lerp, ScalarList, LerpWeightList, TN_TERNARY_LERP, foreach_tensor_lerp_scalarlist_kernel_slow)
 #undef TN_TERNARY
 #undef TN_FORMS
 #define TN_UNARY(name, code)                                                                                \
@@ -367,8 +491,23 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TN_UNARY(reciprocal, TN_UNARY_RECIPROCAL)
   TN_UNARY(sigmoid, TN_UNARY_SIGMOID)
   TN_UNARY(tanh, TN_UNARY_TANH)
+  TN_UNARY(expm1, TN_UNARY_EXPM1)
+  TN_UNARY(log, TN_UNARY_LOG)
+  TN_UNARY(log1p, TN_UNARY_LOG1P)
+  TN_UNARY(rsqrt, TN_UNARY_RSQRT)
+  TN_UNARY(sin, TN_UNARY_SIN)
+  TN_UNARY(cos, TN_UNARY_COS)
+  TN_UNARY(erf, TN_UNARY_ERF)
+  TN_UNARY(floor, TN_UNARY_FLOOR)
+  TN_UNARY(ceil, TN_UNARY_CEIL)
+  TN_UNARY(round, TN_UNARY_ROUND)
+  TN_UNARY(trunc, TN_UNARY_TRUNC)
+  TN_UNARY(sign, TN_UNARY_SIGN)
 #undef TN_UNARY
   m.impl("_foreach_norm.Scalar", norm);
+  m.impl("_foreach_zero_", foreach_zero_);
+  m.impl("_foreach_copy_", foreach_copy_);
+  m.impl("_amp_foreach_non_finite_check_and_unscale_", amp_unscale_);
 }
 
 } // namespace torch_neuronx::ops

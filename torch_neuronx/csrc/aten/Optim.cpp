@@ -1,5 +1,6 @@
 // torch.optim's fused=True path: _fused_adam_ and _fused_adamw_ (float or tensor lr) as one
-// launch over the whole parameter list.
+// launch over the whole parameter list; and GradScaler's scale update.
+#include <ATen/ops/_amp_update_scale.h>
 #include <ATen/ops/_fused_adam.h>
 #include <ATen/ops/_fused_adamw.h>
 
@@ -79,9 +80,30 @@ void fused_adam_tensor_lr(TensorList params, TensorList grads, TensorList exp_av
                     weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
 }
 
+// GradScaler.update: one small task on the stream, so the host never waits for found_inf. The
+// scalars are checked as PyTorch's kernels check them; on other devices they go to the CPU's.
+Tensor& amp_update_scale_(Tensor& scale, Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
+                          double backoff_factor, int64_t growth_interval) {
+  using Op = at::_ops::_amp_update_scale_;
+  TORCH_CHECK(growth_tracker.numel() == 1, "growth_tracker must be a 1-element tensor.");
+  TORCH_CHECK(scale.numel() == 1, "current_scale must be a 1-element tensor.");
+  TORCH_CHECK(found_inf.numel() == 1, "found_inf must be a 1-element tensor.");
+  TORCH_CHECK(growth_tracker.scalar_type() == at::kInt, "growth_tracker must be an int tensor.");
+  TORCH_CHECK(scale.scalar_type() == at::kFloat, "current_scale must be a float tensor.");
+  TORCH_CHECK(found_inf.scalar_type() == at::kFloat, "found_inf must be a float tensor.");
+  if (growth_tracker.device() != scale.device() || found_inf.device() != scale.device())
+    return via_fallback<Op>(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval);
+  track_native(op_name<Op>());
+  tn_amp_scale update{scale.data_ptr<float>(), growth_tracker.data_ptr<int32_t>(), found_inf.const_data_ptr<float>(),
+                      growth_factor, backoff_factor, growth_interval};
+  check(tn_amp_update_scale_async(current_stream(scale.device().index()), &update));
+  return scale;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_amp_update_scale_", amp_update_scale_);
   m.impl("_fused_adam_", fused_adam<false>);
   m.impl("_fused_adamw_", fused_adam<true>);
   m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr<false>);

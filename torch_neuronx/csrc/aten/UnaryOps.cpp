@@ -56,7 +56,7 @@ template <class Op>
 Tensor& unary(tn_unary_op code, const TensorIterator& iter, const Tensor& self, Tensor& out) {
   if (!out.defined()) out = iter.output();
   // Bool inputs: the CPU kernels reject most ops; the fallback gives the same answer or error.
-  bool bool_ok = code == TN_UNARY_LOGICAL_NOT || code == TN_UNARY_BITWISE_NOT;
+  bool bool_ok = code == TN_UNARY_LOGICAL_NOT || code == TN_UNARY_BITWISE_NOT || code == TN_UNARY_SIGN;
   if (!elementwise_dtypes_ok(iter) || (iter.common_dtype() == at::kBool && !bool_ok))
     return via_fallback<Op>(self, out);
   launch_unary(op_name<Op>(), code, iter);
