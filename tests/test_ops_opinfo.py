@@ -63,7 +63,7 @@ OP_NAMES = [
     # reductions, scans, softmax, sorting
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "var", "std",
     "var_mean", "std_mean", "norm", "linalg.vector_norm", "all", "any", "cumsum", "logsumexp",
-    "softmax", "log_softmax", "topk", "sort",
+    "softmax", "log_softmax", "topk", "sort", "nansum", "rsub",
     # matrix products and nn
     "mm", "bmm", "addmm", "baddbmm", "matmul", "nn.functional.linear",
     "nn.functional.layer_norm", "nn.functional.rms_norm",

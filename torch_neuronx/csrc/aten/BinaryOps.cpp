@@ -234,9 +234,15 @@ Tensor compare_scalar(const Tensor& self, const c10::Scalar& other) {
   return Out(self, other, out);
 }
 
+// rsub(self, other, alpha) = other - alpha * self.
+Tensor rsub(const Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
+  return at::sub(other, self, alpha);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("rsub.Tensor", rsub);
   m.impl("add.out", add_out);
   m.impl("add.Tensor", with_alpha<add_out>);
   m.impl("add_.Tensor", with_alpha_<add_out>);

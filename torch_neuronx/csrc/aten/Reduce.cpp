@@ -13,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/histc.h>
 #include <ATen/ops/max.h>
+#include <ATen/ops/masked_fill.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/min.h>
 #include <ATen/ops/prod.h>
@@ -189,6 +190,31 @@ Tensor full_extreme(const Tensor& self) {
   return out;
 }
 
+// max(input, out=...) and min: the full reduction into a 0-dim out.
+template <class Op, class FullOp, tn_reduce_op code>
+Tensor& full_extreme_out(const Tensor& self, Tensor& out) {
+  TORCH_CHECK(self.device() == out.device(), "Expected out tensor to be on ", self.device(), ", got ", out.device());
+  TORCH_CHECK(at::canCast(self.scalar_type(), out.scalar_type()), "result type ", self.scalar_type(),
+              " can't be cast to the desired output type ", out.scalar_type());
+  Tensor r = full_extreme<FullOp, code>(self);
+  at::native::resize_output(out, {});
+  return out.copy_(r);
+}
+
+// nansum: NaNs count as zero (integers have none).
+Tensor& nansum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<c10::ScalarType> dtype,
+                   Tensor& out) {
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  Tensor x = at::isFloatingType(self.scalar_type()) ? at::masked_fill(self, self.isnan(), 0) : self;
+  return sum_out(x, dim, keepdim, dtype, out);
+}
+
+Tensor nansum(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  auto out_dtype = dtype ? *dtype : (at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
+  Tensor out = at::empty({0}, self.options().dtype(out_dtype));
+  return nansum_out(self, dim, keepdim, dtype, out);
+}
+
 // var / std over `dim` (all dimensions when absent); `mean` undefined unless wanted.
 void launch_var(const char* name, const Tensor& self, at::OptionalIntArrayRef dim,
                 const std::optional<c10::Scalar>& correction, bool keepdim, bool take_sqrt,
@@ -299,6 +325,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim_max", extreme_dim_out<at::_ops::max_dim_max, TN_REDUCE_MAX>);
   m.impl("min.dim_min", extreme_dim_out<at::_ops::min_dim_min, TN_REDUCE_MIN>);
   m.impl("max", full_extreme<at::_ops::max, TN_REDUCE_MAX>);
+  m.impl("max.unary_out", full_extreme_out<at::_ops::max_unary_out, at::_ops::max, TN_REDUCE_MAX>);
+  m.impl("min.unary_out", full_extreme_out<at::_ops::min_unary_out, at::_ops::min, TN_REDUCE_MIN>);
+  m.impl("nansum", nansum);
+  m.impl("nansum.out", nansum_out);
   m.impl("min", full_extreme<at::_ops::min, TN_REDUCE_MIN>);
   m.impl("argmax.out", arg_out<at::_ops::argmax_out, TN_REDUCE_ARGMAX>);
   m.impl("argmin.out", arg_out<at::_ops::argmin_out, TN_REDUCE_ARGMIN>);
