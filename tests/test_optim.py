@@ -43,6 +43,47 @@ def test_fused_adam_matches_cpu(cls, dtype, options):
         torch.testing.assert_close(dev_opt.state[dev[0]][name].cpu(), cpu_opt.state[cpu[0]][name], **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("options", [dict(), dict(momentum=0.9), dict(momentum=0.9, nesterov=True, weight_decay=0.1),
+                                     dict(momentum=0.5, dampening=0.3, maximize=True), dict(lr=torch.tensor(0.02))],
+                         ids=["plain", "momentum", "nesterov", "dampening_maximize", "tensor_lr"])
+def test_fused_sgd_matches_cpu(dtype, options):
+    cpu, dev = twin_params(dtype)
+    kw = dict(lr=1e-2)
+    kw.update(options)
+    # the CPU's own fused SGD leaves most bfloat16 parameters unchanged (torch 2.13), so the
+    # reference for bfloat16 is its per-tensor SGD
+    cpu_opt = torch.optim.SGD(cpu, fused=dtype == torch.float32, foreach=False if dtype != torch.float32 else None, **kw)
+    dev_opt = torch.optim.SGD(dev, fused=True, **kw)
+    torch_neuronx.clear_op_tracking()
+    run_steps(cpu_opt, dev_opt, cpu, dev)
+    torch.neuron.synchronize()
+    assert "aten::_fused_sgd_" in torch_neuronx.get_executed_ops()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    for p, d in zip(cpu, dev):
+        torch.testing.assert_close(d.detach().cpu(), p.detach(), **TOL[dtype])
+    if kw.get("momentum"):
+        torch.testing.assert_close(dev_opt.state[dev[0]]["momentum_buffer"].cpu(),
+                                   cpu_opt.state[cpu[0]]["momentum_buffer"], **TOL[dtype])
+
+
+def test_fused_sgd_under_grad_scaler_skips_overflowing_steps():
+    """GradScaler hands a fused SGD its scale and found_inf: no sync, and the step after an
+    overflow leaves the parameters alone, as on the CPU."""
+    cpu, dev = twin_params(torch.float32)
+    for params, device in ((cpu, "cpu"), (dev, "neuron")):
+        for found in (0.0, 1.0):
+            for p in params:
+                p.grad = torch.full(p.shape, 4.0, device=device)
+            torch._fused_sgd_(params, [p.grad for p in params], [torch.zeros_like(p) for p in params],
+                              weight_decay=0.0, momentum=0.9, lr=0.1, dampening=0.0, nesterov=False,
+                              maximize=False, is_first_step=True, grad_scale=torch.tensor(2.0, device=device),
+                              found_inf=torch.tensor(found, device=device))
+    for p, d in zip(cpu, dev):
+        torch.testing.assert_close(d.detach().cpu(), p.detach())
+        torch.testing.assert_close(d.grad.cpu(), p.grad)
+
+
 def test_fused_adam_with_grad_scale_and_found_inf():
     cpu, dev = twin_params(torch.float32)
     for found in (0.0, 1.0):

@@ -1,5 +1,5 @@
 /* Fused optimizer steps: one launch updates every parameter of a list in place, as
- * torch.optim's fused=True path expects (`_fused_adam_` / `_fused_adamw_`).
+ * torch.optim's fused=True path expects (`_fused_adam_` / `_fused_adamw_`, `_fused_sgd_`).
  *
  * Each tensor of a group is dense and contiguous, of the group's dtype; `step` points to the
  * parameter's float32 step count, already incremented for this step. The math runs in float
@@ -37,6 +37,31 @@ tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_ada
 /* One thread's share of the elements of all the groups, taken in order. */
 void tn_kernel_adam(const tn_adam_config *config, int32_t count, const tn_adam_group *groups,
                     int32_t ith, int32_t nth);
+
+/* Fused SGD (`_fused_sgd_`), per element, in float (double for float64 parameters):
+ *   g = grad / grad_scale (written back to grad when a scale is given), negated with maximize
+ *   g += weight_decay * p
+ *   with momentum: buf = g on the first step, else momentum * buf + (1 - dampening) * g;
+ *                  g = g + momentum * buf with nesterov, else buf
+ *   p -= lr * g
+ * With found_inf pointing to a non-zero value the step is skipped. */
+typedef struct tn_sgd_group {
+    void *param, *grad, *momentum_buffer; /* momentum_buffer: with momentum only */
+    int64_t numel;
+    tn_dtype dtype;
+} tn_sgd_group;
+
+typedef struct tn_sgd_config {
+    double lr, weight_decay, momentum, dampening;
+    int32_t nesterov, maximize, is_first_step;
+    const float *grad_scale, *found_inf; /* device float32 scalars, or NULL */
+} tn_sgd_config;
+
+tn_status tn_fused_sgd_async(tn_stream_t stream, const char *name, const tn_sgd_config *config, int32_t count,
+                             const tn_sgd_group *groups);
+/* One thread's share of the elements of all the groups, taken in order. */
+void tn_kernel_sgd(const tn_sgd_config *config, int32_t count, const tn_sgd_group *groups, int32_t ith,
+                   int32_t nth);
 
 /* GradScaler's scale update (PyTorch's _amp_update_scale_) on device scalars. After a step
  * that found an inf or NaN (*found_inf != 0) the scale is multiplied by backoff_factor and the

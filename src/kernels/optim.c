@@ -1,4 +1,4 @@
-/* Fused Adam / AdamW and GradScaler's scale update (see tn/optim.h). */
+/* Fused Adam / AdamW, fused SGD and GradScaler's scale update (see tn/optim.h). */
 #include <math.h>
 
 #include "elem.h"
@@ -76,6 +76,45 @@ void tn_kernel_adam(const tn_adam_config *cfg, int32_t count, const tn_adam_grou
                 tn_store(ptrs[j], g->dtype, val);
             }
         }
+    }
+}
+
+/* The SGD step over elements lo .. hi of a group, in the compute type T (float, or double for
+ * float64): the flags are the same for every element, so the compiler hoists their tests. */
+#define TN_SGD_LOOP(T, name)                                                                        \
+    static void name(const tn_sgd_config *cfg, const tn_sgd_group *g, int64_t lo, int64_t hi) {     \
+        int32_t es = tn_dtype_size(g->dtype);                                                      \
+        const T lr = (T)cfg->lr, wd = (T)cfg->weight_decay, mom = (T)cfg->momentum,                \
+                damp = (T)(1.0 - cfg->dampening);                                                  \
+        const T inv_scale = cfg->grad_scale ? (T)(1.0 / *cfg->grad_scale) : (T)1;                  \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            char *pp = (char *)g->param + i * es, *gp = (char *)g->grad + i * es;                  \
+            T p = (T)tn_load(pp, g->dtype).re, grad = (T)tn_load(gp, g->dtype).re * inv_scale;     \
+            if (cfg->grad_scale) tn_store(gp, g->dtype, (tn_value){grad, 0, 0, 0});                \
+            if (cfg->maximize) grad = -grad;                                                       \
+            if (cfg->weight_decay != 0) grad += wd * p;                                            \
+            if (cfg->momentum != 0) {                                                              \
+                char *bp = (char *)g->momentum_buffer + i * es;                                    \
+                T buf = cfg->is_first_step ? grad : mom * (T)tn_load(bp, g->dtype).re + damp * grad; \
+                tn_store(bp, g->dtype, (tn_value){buf, 0, 0, 0});                                  \
+                grad = cfg->nesterov ? grad + mom * buf : buf;                                     \
+            }                                                                                      \
+            tn_store(pp, g->dtype, (tn_value){p - lr * grad, 0, 0, 0});                            \
+        }                                                                                          \
+    }
+TN_SGD_LOOP(float, sgd_float)
+TN_SGD_LOOP(double, sgd_double)
+
+void tn_kernel_sgd(const tn_sgd_config *cfg, int32_t count, const tn_sgd_group *groups, int32_t ith, int32_t nth) {
+    if (cfg->found_inf && *cfg->found_inf != 0) return;
+    int64_t total = 0, first, last, start = 0;
+    for (int32_t k = 0; k < count; k++) total += groups[k].numel;
+    tn_slice(total, ith, nth, &first, &last);
+    for (int32_t k = 0; k < count && start < last; k++) {
+        const tn_sgd_group *g = &groups[k];
+        int64_t lo = first > start ? first - start : 0, hi = last - start < g->numel ? last - start : g->numel;
+        start += g->numel;
+        if (lo < hi) (g->dtype == TN_DTYPE_F64 ? sgd_double : sgd_float)(cfg, g, lo, hi);
     }
 }
 

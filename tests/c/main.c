@@ -22,6 +22,7 @@ int tn_test_failures;
     X(test_random_kernels)       \
     X(test_adam_kernel)          \
     X(test_amp_update_scale)     \
+    X(test_sgd_kernel)           \
     X(test_stream_order)         \
     X(test_stream_task_sizes)    \
     X(test_task_ring)            \

@@ -188,3 +188,50 @@ void test_amp_update_scale(void) {
     CHECK_OK(tn_stream_synchronize(s));
     CHECK(scale == 4.0f);
 }
+
+/* Two SGD steps (the first sets the momentum buffer) with nesterov, weight decay, maximize and a
+ * grad scale, on float32 and bfloat16 groups split across three threads, against the formula
+ * in double; then a step skipped by found_inf. */
+void test_sgd_kernel(void) {
+    enum { N = 5 };
+    float p[N], g[N], buf[N];
+    double rp[N], rbuf[N];
+    uint16_t bp[N], bg[N], bb[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = 0.5f * (float)i - 1.0f;
+        rp[i] = p[i];
+        bp[i] = tn_f32_to_bf16(p[i]);
+    }
+    float scale = 4.0f;
+    tn_sgd_config cfg = {0.1, 0.01, 0.9, 0.25, 1, 1, 1, &scale, NULL};
+    tn_sgd_group groups[2] = {{p, g, buf, N, TN_DTYPE_F32}, {bp, bg, bb, N, TN_DTYPE_BF16}};
+    for (int step = 0; step < 2; step++) {
+        for (int i = 0; i < N; i++) {
+            g[i] = (float)(i + 1) * (step ? -2.0f : 1.0f); /* scaled gradients */
+            bg[i] = tn_f32_to_bf16(g[i]);
+            double grad = -(double)g[i] / 4.0 + 0.01 * rp[i];
+            rbuf[i] = step ? 0.9 * rbuf[i] + 0.75 * grad : grad;
+            rp[i] -= 0.1 * (grad + 0.9 * rbuf[i]);
+        }
+        cfg.is_first_step = step == 0;
+        for (int t = 0; t < 3; t++) tn_kernel_sgd(&cfg, 2, groups, t, 3);
+        for (int i = 0; i < N; i++) {
+            CHECK(fabs(p[i] - rp[i]) < 1e-5 && fabs(buf[i] - rbuf[i]) < 1e-5);
+            CHECK(fabs(tn_bf16_to_f32(bp[i]) - rp[i]) < 3e-2);
+        }
+        CHECK(g[N - 1] == (float)N * (step ? -2.0f : 1.0f) / 4.0f); /* unscaled in place */
+    }
+    float found = 1.0f, before = p[0];
+    cfg.found_inf = &found;
+    tn_kernel_sgd(&cfg, 2, groups, 0, 1);
+    CHECK(p[0] == before);
+    /* through a stream; a group without its momentum buffer is refused */
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    found = 0.0f;
+    CHECK_OK(tn_fused_sgd_async(s, NULL, &cfg, 2, groups));
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(p[0] != before);
+    groups[1].momentum_buffer = NULL;
+    CHECK(tn_fused_sgd_async(s, NULL, &cfg, 2, groups) == TN_STATUS_INVALID_ARGUMENT);
+}

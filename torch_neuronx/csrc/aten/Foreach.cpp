@@ -150,9 +150,27 @@ struct Operands {
   int32_t code = -1;  // the op, when the binder chooses it
 };
 
+// Launches `op` with an item per index of `out`, reading `a` (and the operands `with` holds).
+void submit(const char* name, const tn_foreach& op, TensorList out, TensorList a, const Operands& with = {}) {
+  track_native(name);
+  ScalarList scalars = with.owned.empty() ? with.scalars : ScalarList(with.owned);
+  std::vector<tn_foreach_item> items(out.size());
+  for (size_t k = 0; k < out.size(); k++) {
+    tn_foreach_item& it = items[k];
+    it.out = out[k].data_ptr();
+    it.a = a[k].const_data_ptr();
+    it.b = with.b.empty() ? nullptr : with.b[k].const_data_ptr();
+    it.c = with.c.empty() ? nullptr : with.c[k].const_data_ptr();
+    if (!scalars.empty()) it.scalar = to_tn_scalar(scalars[scalars.size() == 1 ? 0 : k]);
+    it.numel = a[k].numel();
+  }
+  check(tn_foreach_async(current_stream(out[0].device().index()), name, &op, static_cast<int32_t>(items.size()),
+                         items.data()));
+}
+
+// The elementwise launches: everything in self's dtype.
 void launch(const char* name, tn_foreach_kind kind, int32_t code, TensorList out, TensorList self,
             const Operands& with) {
-  track_native(name);
   tn_foreach op{};
   op.kind = kind;
   op.op = with.code >= 0 ? with.code : code;
@@ -162,19 +180,7 @@ void launch(const char* name, tn_foreach_kind kind, int32_t code, TensorList out
     op.other = with.other->const_data_ptr();
     op.other_dtype = to_tn_dtype(with.other->scalar_type());
   }
-  ScalarList scalars = with.owned.empty() ? with.scalars : ScalarList(with.owned);
-  std::vector<tn_foreach_item> items(self.size());
-  for (size_t k = 0; k < self.size(); k++) {
-    tn_foreach_item& it = items[k];
-    it.out = out[k].data_ptr();
-    it.a = self[k].const_data_ptr();
-    it.b = with.b.empty() ? nullptr : with.b[k].const_data_ptr();
-    it.c = with.c.empty() ? nullptr : with.c[k].const_data_ptr();
-    if (!scalars.empty()) it.scalar = to_tn_scalar(scalars[scalars.size() == 1 ? 0 : k]);
-    it.numel = self[k].numel();
-  }
-  check(tn_foreach_async(current_stream(self[0].device().index()), name, &op, static_cast<int32_t>(items.size()),
-                         items.data()));
+  submit(name, op, out, self, with);
 }
 
 using Bound = std::optional<Operands>;
@@ -368,16 +374,11 @@ void foreach_copy_(TensorList self, TensorList src, bool non_blocking) {
     fast = src[k].sizes() == self[k].sizes() && src[k].strides() == self[k].strides() &&
            (!src[k].storage().is_alias_of(self[k].storage()) || src[k].data_ptr() == self[k].data_ptr());
   if (!fast) return at::native::foreach_tensor_copy_list_kernel_slow_(self, src, non_blocking);
-  track_native(op_name<at::_ops::_foreach_copy_>());
   tn_foreach op{};
   op.kind = TN_FOREACH_COPY;
   op.dtype = op.compute = to_tn_dtype(src[0].scalar_type());
   op.out_dtype = to_tn_dtype(self[0].scalar_type());
-  std::vector<tn_foreach_item> items(self.size());
-  for (size_t k = 0; k < self.size(); k++)
-    items[k] = {self[k].data_ptr(), src[k].const_data_ptr(), nullptr, nullptr, {}, self[k].numel()};
-  check(tn_foreach_async(current_stream(self[0].device().index()), op_name<at::_ops::_foreach_copy_>(), &op,
-                         static_cast<int32_t>(items.size()), items.data()));
+  submit(op_name<at::_ops::_foreach_copy_>(), op, self, src);
 }
 
 // GradScaler.unscale_: every gradient times the inverse scale, and found_inf set to 1 if one
@@ -392,18 +393,13 @@ void amp_unscale_(TensorList self, Tensor& found_inf, const Tensor& inv_scale) {
   if (self.empty()) return;
   if (!fast_route({self}) || found_inf.device() != self[0].device() || inv_scale.device() != self[0].device())
     return via_fallback<Op>(self, found_inf, inv_scale);
-  track_native(op_name<Op>());
   tn_foreach op{};
   op.kind = TN_FOREACH_UNSCALE;
   op.dtype = op.compute = to_tn_dtype(self[0].scalar_type());
   op.other = inv_scale.const_data_ptr();
   op.other_dtype = TN_DTYPE_F32;
   op.found_inf = found_inf.data_ptr<float>();
-  std::vector<tn_foreach_item> items(self.size());
-  for (size_t k = 0; k < self.size(); k++)
-    items[k] = {self[k].data_ptr(), self[k].const_data_ptr(), nullptr, nullptr, {}, self[k].numel()};
-  check(tn_foreach_async(current_stream(self[0].device().index()), op_name<Op>(), &op,
-                         static_cast<int32_t>(items.size()), items.data()));
+  submit(op_name<Op>(), op, self, self);
 }
 
 // Vector norms of 1, 2 or infinite order, as 0-dim views into one result.

@@ -1,8 +1,9 @@
-// torch.optim's fused=True path: _fused_adam_ and _fused_adamw_ (float or tensor lr) as one
-// launch over the whole parameter list; and GradScaler's scale update.
+// torch.optim's fused=True path: _fused_adam_, _fused_adamw_ and _fused_sgd_ (float or tensor
+// lr) as one launch over the whole parameter list; and GradScaler's scale update.
 #include <ATen/ops/_amp_update_scale.h>
 #include <ATen/ops/_fused_adam.h>
 #include <ATen/ops/_fused_adamw.h>
+#include <ATen/ops/_fused_sgd.h>
 
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
@@ -80,6 +81,54 @@ void fused_adam_tensor_lr(TensorList params, TensorList grads, TensorList exp_av
                     weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
 }
 
+// SGD(fused=True): the groups for the C kernel, or nothing if a tensor is not in the form it
+// takes (dense, contiguous, of one float dtype per parameter, all on one neuron device).
+std::optional<std::vector<tn_sgd_group>> sgd_groups(TensorList params, TensorList grads, TensorList bufs,
+                                                    bool momentum) {
+  size_t n = params.size();
+  TORCH_CHECK(grads.size() == n && (!momentum || bufs.size() == n),
+              "_fused_sgd: the tensor lists must have the same length");
+  std::vector<tn_sgd_group> groups;
+  for (size_t i = 0; i < n; i++) {
+    const Tensor* parts[3] = {&params[i], &grads[i], momentum ? &bufs[i] : &grads[i]};
+    for (const Tensor* t : parts) {
+      TORCH_CHECK(t->device() == params[0].device(), "_fused_sgd: all tensors must be on ", params[0].device(),
+                  ", got one on ", t->device());
+      if (!t->is_contiguous() || t->scalar_type() != params[i].scalar_type() || t->sizes() != params[i].sizes())
+        return std::nullopt;
+    }
+    if (!at::isFloatingType(params[i].scalar_type()) || !elementwise_dtypes_ok({params[i].scalar_type()}))
+      return std::nullopt;
+    groups.push_back({params[i].data_ptr(), grads[i].data_ptr(), momentum ? bufs[i].data_ptr() : nullptr,
+                      params[i].numel(), to_tn_dtype(params[i].scalar_type())});
+  }
+  return groups;
+}
+
+void fused_sgd(TensorList params, TensorList grads, TensorList bufs, double weight_decay, double momentum, double lr,
+               double dampening, bool nesterov, bool maximize, bool is_first_step,
+               const std::optional<Tensor>& grad_scale, const std::optional<Tensor>& found_inf) {
+  using Op = at::_ops::_fused_sgd_;
+  if (params.empty()) return;
+  auto groups = sgd_groups(params, grads, bufs, momentum != 0);
+  if (!groups)
+    return via_fallback<Op>(params, grads, bufs, weight_decay, momentum, lr, dampening, nesterov, maximize,
+                            is_first_step, grad_scale, found_inf);
+  track_native(op_name<Op>());
+  tn_sgd_config config{lr, weight_decay, momentum, dampening, nesterov, maximize, is_first_step,
+                       scalar_f32(grad_scale, params[0], "grad_scale"), scalar_f32(found_inf, params[0], "found_inf")};
+  check(tn_fused_sgd_async(current_stream(params[0].device().index()), op_name<Op>(), &config,
+                           static_cast<int32_t>(groups->size()), groups->data()));
+}
+
+void fused_sgd_tensor_lr(TensorList params, TensorList grads, TensorList bufs, double weight_decay, double momentum,
+                         const Tensor& lr, double dampening, bool nesterov, bool maximize, bool is_first_step,
+                         const std::optional<Tensor>& grad_scale, const std::optional<Tensor>& found_inf) {
+  TORCH_CHECK(lr.numel() == 1, "_fused_sgd: lr must be a tensor with one element");
+  fused_sgd(params, grads, bufs, weight_decay, momentum, lr.item<double>(), dampening, nesterov, maximize,
+            is_first_step, grad_scale, found_inf);
+}
+
 // GradScaler.update: one small task on the stream, so the host never waits for found_inf. The
 // scalars are checked as PyTorch's kernels check them; on other devices they go to the CPU's.
 Tensor& amp_update_scale_(Tensor& scale, Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
@@ -108,6 +157,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_adamw_", fused_adam<true>);
   m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr<false>);
   m.impl("_fused_adamw_.tensor_lr", fused_adam_tensor_lr<true>);
+  m.impl("_fused_sgd_", fused_sgd);
+  m.impl("_fused_sgd_.tensor_lr", fused_sgd_tensor_lr);
 }
 
 } // namespace torch_neuronx::ops
