@@ -1,6 +1,7 @@
-"""An optimizer step: clip_grad_norm_ then AdamW, on neuron and on the CPU, in one run.
+"""An optimizer step: clip_grad_norm_ then AdamW (or SGD), on neuron and on the CPU, in one run.
 
     python bench/optim.py [--models tiny-llama,smollm2-shapes,many-small] [--repeat 5] [--amp]
+                          [--optimizer adamw|sgd]
 
 Parameter lists: the tiny Llama of bench/llm.py (4 layers, 27 tensors); SmolLM2-135M's
 shapes (272 tensors, 135M parameters, random values: the step does not depend on them); and
@@ -16,7 +17,7 @@ turns so that all see the same drift of this machine:
 - neuron fused: fused=True, one launch for the whole AdamW step;
 - cpu: PyTorch's CPU default (per tensor), and cpu fused.
 
-With --amp every step runs as a mixed-precision loop does, under torch.amp.GradScaler of its
+--optimizer sgd runs SGD(lr=1e-3, momentum=0.9) instead of AdamW. With --amp every step runs as a mixed-precision loop does, under torch.amp.GradScaler of its
 device: unscale_ (before clipping), then scaler.step and scaler.update.
 """
 import argparse
@@ -47,15 +48,20 @@ def shapes_of(model):
     return [(1000,)] * 200
 
 
-def make_step(shapes, device, amp=False, **opt_kw):
+def make_step(shapes, device, amp=False, optimizer="adamw", **opt_kw):
     g = torch.Generator().manual_seed(0)
     params = []
     for s in shapes:
         p = torch.nn.Parameter(torch.randn(s, generator=g).to(device))
         p.grad = torch.randn(s, generator=g).to(device) * 1e-2
         params.append(p)
-    opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **opt_kw)
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9, **opt_kw)
+    else:
+        opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **opt_kw)
     scaler = torch.amp.GradScaler(device, init_scale=1.0) if amp else None
+    if scaler:
+        scaler.scale(torch.ones((), device=device))  # creates the scale, as scaling a loss does
 
     def step():
         if scaler:
@@ -76,16 +82,17 @@ def main():
     p.add_argument("--models", default="tiny-llama,smollm2-shapes,many-small")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--amp", action="store_true", help="run each step under torch.amp.GradScaler")
+    p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     args = p.parse_args()
     from torch_neuronx import _C
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__} with {torch.get_num_threads()} threads; "
-          f"neuron kernels: {_C._isa()}" + ("; steps under GradScaler" if args.amp else ""))
+          f"neuron kernels: {_C._isa()}; {args.optimizer}" + (" under GradScaler" if args.amp else ""))
     configs = [("neuron foreach", "neuron", {}), ("neuron per tensor", "neuron", dict(foreach=False)),
                ("neuron fused", "neuron", dict(fused=True)), ("cpu", "cpu", {}), ("cpu fused", "cpu", dict(fused=True))]
     print(f"{'parameters':>15} {'tensors':>8} {'Mparams':>8} {'config':>18} {'ms/step':>9} {'vs neuron foreach':>18}")
     for model in args.models.split(","):
         shapes = shapes_of(model)
-        steps = {label: make_step(shapes, device, args.amp, **kw) for label, device, kw in configs}
+        steps = {label: make_step(shapes, device, args.amp, args.optimizer, **kw) for label, device, kw in configs}
         best = dict.fromkeys(steps, float("inf"))
         for step in steps.values():
             step()  # warm-up: optimizer state, kernel threads
