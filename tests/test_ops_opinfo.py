@@ -64,6 +64,9 @@ OP_NAMES = [
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "var", "std",
     "var_mean", "std_mean", "norm", "linalg.vector_norm", "all", "any", "cumsum", "logsumexp",
     "softmax", "log_softmax", "topk", "sort", "nansum", "rsub",
+    # activations Transformers' ACT2FN offers besides gelu/silu/relu
+    "nn.functional.hardtanh", "nn.functional.relu6", "nn.functional.leaky_relu", "nn.functional.elu",
+    "nn.functional.mish",
     # matrix products and nn
     "mm", "bmm", "addmm", "baddbmm", "matmul", "nn.functional.linear",
     "nn.functional.layer_norm", "nn.functional.rms_norm",
