@@ -66,7 +66,7 @@ OP_NAMES = [
     "softmax", "log_softmax", "topk", "sort", "nansum", "rsub",
     # activations Transformers' ACT2FN offers besides gelu/silu/relu
     "nn.functional.hardtanh", "nn.functional.relu6", "nn.functional.leaky_relu", "nn.functional.elu",
-    "nn.functional.mish",
+    "nn.functional.mish", "roll",
     # matrix products and nn
     "mm", "bmm", "addmm", "baddbmm", "matmul", "nn.functional.linear",
     "nn.functional.layer_norm", "nn.functional.rms_norm",

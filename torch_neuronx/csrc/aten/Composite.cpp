@@ -11,6 +11,7 @@
 #include <ATen/ops/amin.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/clamp_max.h>
 #include <ATen/ops/clamp_min.h>
@@ -332,6 +333,23 @@ Tensor nll_loss2d_backward(const Tensor& grad, const Tensor& self, const Tensor&
   return nll_loss2d_backward_out(grad, self, target, weight, reduction, ignore_index, total_weight, grad_input);
 }
 
+// roll: along each dim, the last `shift` entries then the rest, one cat per dim; with no dims,
+// over the flattened tensor. The result is a new tensor, as on the CPU.
+Tensor roll_dims(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  TORCH_CHECK(!shifts.empty(), "`shifts` required");
+  if (dims.empty() && shifts.size() == 1) return roll_dims(self.flatten(), shifts, {0}).view(self.sizes());
+  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
+              ", dims:", dims.size());
+  track_native("aten::roll");
+  Tensor x = self;
+  for (size_t i = 0; i < dims.size(); i++) {
+    int64_t d = c10::maybe_wrap_dim(dims[i], self.dim()), n = self.size(d);
+    int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
+    if (s) x = at::cat({x.narrow(d, n - s, s), x.narrow(d, 0, n - s)}, d);
+  }
+  return x.is_same(self) ? self.clone(at::MemoryFormat::Contiguous) : x;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -347,6 +365,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("norm.out", norm_out);
+  m.impl("roll", roll_dims);
   m.impl("norm.dtype_out", norm_dtype_out);
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
