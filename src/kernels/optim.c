@@ -42,17 +42,34 @@ static void adam_f32(const adam_consts *c, const tn_adam_config *cfg, const tn_a
                            (float *)g->exp_avg_sq + lo, vmax ? vmax + lo : NULL);
 }
 
+/* A thread's share of the concatenated elements of a list of groups, taken group by group. */
+typedef struct group_share {
+    int64_t first, last, start;
+} group_share;
+
+static group_share share_of(int64_t total, int32_t ith, int32_t nth) {
+    group_share s = {0, 0, 0};
+    tn_slice(total, ith, nth, &s.first, &s.last);
+    return s;
+}
+
+/* The share's elements [*lo, *hi) of the next group (of numel elements); 0 if none. */
+static int next_group(group_share *s, int64_t numel, int64_t *lo, int64_t *hi) {
+    *lo = s->first > s->start ? s->first - s->start : 0;
+    *hi = s->last - s->start < numel ? s->last - s->start : numel;
+    s->start += numel;
+    return *lo < *hi;
+}
+
 void tn_kernel_adam(const tn_adam_config *cfg, int32_t count, const tn_adam_group *groups,
                     int32_t ith, int32_t nth) {
     if (cfg->found_inf && *cfg->found_inf != 0) return;
-    int64_t total = 0, first, last, start = 0;
+    int64_t total = 0, lo, hi;
     for (int32_t k = 0; k < count; k++) total += groups[k].numel;
-    tn_slice(total, ith, nth, &first, &last);
-    for (int32_t k = 0; k < count && start < last; k++) {
+    group_share share = share_of(total, ith, nth);
+    for (int32_t k = 0; k < count; k++) {
         const tn_adam_group *g = &groups[k];
-        int64_t lo = first > start ? first - start : 0, hi = last - start < g->numel ? last - start : g->numel;
-        start += g->numel;
-        if (lo >= hi) continue;
+        if (!next_group(&share, g->numel, &lo, &hi)) continue;
         double step = *g->step;
         adam_consts c = {cfg->lr, cfg->beta1, cfg->beta2, cfg->weight_decay, cfg->eps,
                          cfg->lr / (1 - pow(cfg->beta1, step)), sqrt(1 - pow(cfg->beta2, step)),
@@ -132,14 +149,12 @@ static void sgd_f32(const tn_sgd_config *cfg, const tn_sgd_group *g, int64_t lo,
 
 void tn_kernel_sgd(const tn_sgd_config *cfg, int32_t count, const tn_sgd_group *groups, int32_t ith, int32_t nth) {
     if (cfg->found_inf && *cfg->found_inf != 0) return;
-    int64_t total = 0, first, last, start = 0;
+    int64_t total = 0, lo, hi;
     for (int32_t k = 0; k < count; k++) total += groups[k].numel;
-    tn_slice(total, ith, nth, &first, &last);
-    for (int32_t k = 0; k < count && start < last; k++) {
+    group_share share = share_of(total, ith, nth);
+    for (int32_t k = 0; k < count; k++) {
         const tn_sgd_group *g = &groups[k];
-        int64_t lo = first > start ? first - start : 0, hi = last - start < g->numel ? last - start : g->numel;
-        start += g->numel;
-        if (lo < hi)
+        if (next_group(&share, g->numel, &lo, &hi))
             (g->dtype == TN_DTYPE_F32 ? sgd_f32 : g->dtype == TN_DTYPE_F64 ? sgd_double : sgd_float)(cfg, g, lo, hi);
     }
 }
