@@ -158,8 +158,8 @@ Tensor& clamp_tensor_out(const Tensor& self, const std::optional<Tensor>& min, c
 
 // The older norm(p, dim) forms are vector norms of order p (2 when None), as PyTorch computes
 // them; the functional forms reach these through PyTorch's structured kernels.
-Tensor& norm_dtype_out(const Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
-                       c10::ScalarType dtype, Tensor& out) {
+Tensor& legacy_norm_out(const Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                        std::optional<c10::ScalarType> dtype, Tensor& out) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               "norm(): input dtype should be either floating point or complex. Got ", self.scalar_type(),
               " instead.");
@@ -168,10 +168,12 @@ Tensor& norm_dtype_out(const Tensor& self, const std::optional<c10::Scalar>& p, 
 
 Tensor& norm_out(const Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
                  Tensor& out) {
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
-              "norm(): input dtype should be either floating point or complex. Got ", self.scalar_type(),
-              " instead.");
-  return at::linalg_vector_norm_out(out, self, p.value_or(2.0), dim, keepdim, std::nullopt);
+  return legacy_norm_out(self, p, dim, keepdim, std::nullopt, out);
+}
+
+Tensor& norm_dtype_out(const Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                       c10::ScalarType dtype, Tensor& out) {
+  return legacy_norm_out(self, p, dim, keepdim, dtype, out);
 }
 
 Tensor& clamp_min_out(const Tensor& self, const c10::Scalar& min, Tensor& out) {
@@ -365,8 +367,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_max.Tensor_out", clamp_max_tensor_out);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("norm.out", norm_out);
-  m.impl("roll", roll_dims);
   m.impl("norm.dtype_out", norm_dtype_out);
+  m.impl("roll", roll_dims);
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
   m.impl("nll_loss2d_backward.grad_input", nll_loss2d_backward_out);

@@ -191,7 +191,7 @@ Tensor full_extreme(const Tensor& self) {
 }
 
 // max(input, out=...) and min: the full reduction into a 0-dim out.
-template <class Op, class FullOp, tn_reduce_op code>
+template <class FullOp, tn_reduce_op code>
 Tensor& full_extreme_out(const Tensor& self, Tensor& out) {
   TORCH_CHECK(self.device() == out.device(), "Expected out tensor to be on ", self.device(), ", got ", out.device());
   TORCH_CHECK(at::canCast(self.scalar_type(), out.scalar_type()), "result type ", self.scalar_type(),
@@ -207,12 +207,6 @@ Tensor& nansum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
   TORCH_CHECK(!at::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
   Tensor x = at::isFloatingType(self.scalar_type()) ? at::masked_fill(self, self.isnan(), 0) : self;
   return sum_out(x, dim, keepdim, dtype, out);
-}
-
-Tensor nansum(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
-  auto out_dtype = dtype ? *dtype : (at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
-  Tensor out = at::empty({0}, self.options().dtype(out_dtype));
-  return nansum_out(self, dim, keepdim, dtype, out);
 }
 
 // var / std over `dim` (all dimensions when absent); `mean` undefined unless wanted.
@@ -325,11 +319,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim_max", extreme_dim_out<at::_ops::max_dim_max, TN_REDUCE_MAX>);
   m.impl("min.dim_min", extreme_dim_out<at::_ops::min_dim_min, TN_REDUCE_MIN>);
   m.impl("max", full_extreme<at::_ops::max, TN_REDUCE_MAX>);
-  m.impl("max.unary_out", full_extreme_out<at::_ops::max_unary_out, at::_ops::max, TN_REDUCE_MAX>);
-  m.impl("min.unary_out", full_extreme_out<at::_ops::min_unary_out, at::_ops::min, TN_REDUCE_MIN>);
-  m.impl("nansum", nansum);
-  m.impl("nansum.out", nansum_out);
   m.impl("min", full_extreme<at::_ops::min, TN_REDUCE_MIN>);
+  m.impl("max.unary_out", full_extreme_out<at::_ops::max, TN_REDUCE_MAX>);
+  m.impl("min.unary_out", full_extreme_out<at::_ops::min, TN_REDUCE_MIN>);
+  m.impl("nansum", reduce_dims<nansum_out, true>);
+  m.impl("nansum.out", nansum_out);
   m.impl("argmax.out", arg_out<at::_ops::argmax_out, TN_REDUCE_ARGMAX>);
   m.impl("argmin.out", arg_out<at::_ops::argmin_out, TN_REDUCE_ARGMIN>);
   m.impl("all.dims_out", logical_out<at::_ops::all_dims_out, TN_REDUCE_ALL>);
