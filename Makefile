@@ -30,16 +30,19 @@ PER_ISA := rows gemm_ukernel attention attention_backward
 # Built once, for CPUs with AVX512-BF16 (installed only when CPUID reports it).
 ISA_FLAGS_avx512bf16 := $(ISA_FLAGS_avx512) -mavx512bf16
 BF16_ONLY := gemm_bf16
+# Built once, for CPUs with AMX (installed only when CPUID reports it and Linux grants it).
+ISA_FLAGS_amx := $(ISA_FLAGS_avx512bf16) -mamx-tile -mamx-bf16
+AMX_ONLY := gemm_amx
 # The row kernels' math is written as selects; these let the compiler if-convert and inline
 # it (x86 floating point does not trap; errno is never read). Not -ffast-math: results keep
 # IEEE semantics, NaN and infinities included.
 # -Wvector-operation-performance (an error with -Werror) catches a vector type wider than the
 # ISA, which GCC splits through the stack: tn_v16 on AVX2 once did, at a seventh of the speed.
 ROW_FLAGS := -fno-trapping-math -fno-math-errno -Wvector-operation-performance
-SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c),\
+SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c) $(AMX_ONLY:%=src/kernels/%.c),\
           $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \
-           $(BF16_ONLY:%=$(1)/src/kernels/%_avx512bf16.o)
+           $(BF16_ONLY:%=$(1)/src/kernels/%_avx512bf16.o) $(AMX_ONLY:%=$(1)/src/kernels/%_amx.o)
 TEST_SRCS := $(wildcard tests/c/*.c)
 HEADERS := $(wildcard include/tn/*.h)
 
@@ -71,6 +74,7 @@ build/san/src/kernels/$(1)_$(2).o: src/kernels/$(1).c
 endef
 $(foreach f,$(PER_ISA),$(foreach i,$(ISAS),$(eval $(call per_isa_rule,$(f),$(i)))))
 $(foreach f,$(BF16_ONLY),$(eval $(call per_isa_rule,$(f),avx512bf16)))
+$(foreach f,$(AMX_ONLY),$(eval $(call per_isa_rule,$(f),amx)))
 
 # The graph compiler's generated kernels carry the kernels' own float math and bf16/f16
 # conversions (so a fused region rounds and vectorizes as the eager rows do): their text,

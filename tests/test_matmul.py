@@ -182,3 +182,36 @@ def test_integer_products_wrap_like_the_cpu(dtype):
         got = f(a.to("neuron"), b.to("neuron"), c.to("neuron"), batch.to("neuron"))
         assert got.dtype == dtype and torch.equal(got.cpu(), want)
     assert torch_neuronx.get_fallback_ops() == {}
+
+
+KERNEL_CHOICE = """
+import torch, torch_neuronx
+from torch_neuronx import _C
+g = torch.Generator().manual_seed(0)
+a = torch.randn(70, 544, generator=g).bfloat16()
+w = torch.randn(96, 544, generator=g).bfloat16()
+got = torch.nn.functional.linear(a.to("neuron"), w.to("neuron")).cpu()
+want = torch.nn.functional.linear(a.float(), w.float()).bfloat16()
+torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+print("isa", _C._isa())
+"""
+
+
+@pytest.mark.parametrize("env", [{"TN_AMX": "0"}, {"TN_ISA": "avx2"}, {"TN_ISA": "ref"}])
+def test_kernel_choice_from_the_environment(env):
+    """TN_ISA and TN_AMX pick the kernels at start (TN_ISA_DEBUG says which, without hanging the
+    start: it once waited on its own initialisation); bf16 products agree with the CPU on each."""
+    import os
+    import subprocess
+    import sys
+    full = dict(os.environ, TN_ISA_DEBUG="1", **env)
+    run = subprocess.run([sys.executable, "-c", KERNEL_CHOICE], env=full, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "[torchneuron] kernels:" in run.stderr
+    isa = run.stdout.split("isa ", 1)[1].strip()
+    assert "amx" not in isa
+    order = ["ref", "avx2", "avx512"]
+    best = torch_neuronx._C._isa().split("+")[0]  # this process: the best the CPU has
+    if "TN_ISA" in env and order.index(env["TN_ISA"]) <= order.index(best):
+        assert isa == env["TN_ISA"]

@@ -24,6 +24,8 @@ int tn_isa_supported(tn_isa isa);
 const char *tn_isa_name(tn_isa isa);
 /* Non-zero if the active variant uses AVX512-BF16 (dot products in bfloat16, for bf16 GEMM). */
 int tn_isa_bf16(void);
+/* Non-zero if the active variant multiplies bf16 matrices on AMX tiles (TN_AMX=0 turns it off). */
+int tn_isa_amx(void);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@
 #define TN_CONCAT_(a, b) a##b
 #define TN_CONCAT(a, b) TN_CONCAT_(a, b)
 
-enum { QB = 96, KB = 48 }; /* QB: a multiple of every ISA's MR and NR (6 and 32, 6 and 16, 4 and 8); KB of MR */
+enum { QB = 96, KB = 48 }; /* QB: a multiple of every ISA's MR and NR (12 and 32, 6 and 16, 4 and 8); KB of MR */
 enum { ROWS_BELOW = 8 };   /* fewer query rows per head than this: forward_rows */
 
 static inline float load_f(const tn_tensor *t, int64_t off) {

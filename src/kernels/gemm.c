@@ -208,7 +208,7 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                         h = panel_rows(k, ir, full);
                         const float *a_panel = ap + ir * kc;
                         const float *b_panel = bblock + (jr / nr) * kc * nr;
-                        if (g->b_packed && jr + nr < nc) prefetch_part(b_panel + kc * nr, kc * nr * 4, panel, n_panels);
+                        if (k->gemm_prefetch_b && g->b_packed && jr + nr < nc) prefetch_part(b_panel + kc * nr, kc * nr * 4, panel, n_panels);
                         float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
                         int64_t rows = mc - ir < h ? mc - ir : h;
                         int64_t cols = nc - jr < nr ? nc - jr : nr;
@@ -290,13 +290,15 @@ typedef struct bf16_operands {
     uint16_t *ap, *bp;
     float *tile;
     int32_t mr, nr;
+    int64_t mc; /* rows per block: MC in whole panels (AMX's 32-row panels: 128) */
 } bf16_operands;
 
 static bf16_operands bf16_operands_of(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch) {
     bf16_operands o = {(const uint16_t *)g->a.data + batch * g->a.batch_stride,
                        (const uint16_t *)g->b.data + batch * g->b.batch_stride,
                        (uint16_t *)scratch, (uint16_t *)(scratch + MC * KC),
-                       scratch + MC * KC + (int64_t)KC * NC, k->gemm_bf16_mr, k->gemm_bf16_nr};
+                       scratch + MC * KC + (int64_t)KC * NC, k->gemm_bf16_mr, k->gemm_bf16_nr,
+                       MC / k->gemm_bf16_mr * k->gemm_bf16_mr};
     return o;
 }
 
@@ -365,8 +367,8 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
         for (int64_t pc = 0; pc < g->k; pc += KC) {
             int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
             const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
-            for (int64_t ic = i0; ic < i1; ic += MC) {
-                int64_t mc = i1 - ic < MC ? i1 - ic : MC;
+            for (int64_t ic = i0; ic < i1; ic += o.mc) {
+                int64_t mc = i1 - ic < o.mc ? i1 - ic : o.mc;
                 int64_t full = a_block_bf16(g, o.ap, o.a, ic, mc, pc, kc, o.mr);
                 float *c = cbase + ic * g->c.row_stride + jc * g->c.col_stride;
                 tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &g->c, c, g->alpha, !overwrite || pc > 0);
@@ -387,8 +389,8 @@ static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float 
     const tn_matrix cm = {cf, TN_DTYPE_F32, NC, 1, 0}; /* the float32 block: MC x NC */
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
-        for (int64_t ic = i0; ic < i1; ic += MC) {
-            int64_t mc = i1 - ic < MC ? i1 - ic : MC;
+        for (int64_t ic = i0; ic < i1; ic += o.mc) {
+            int64_t mc = i1 - ic < o.mc ? i1 - ic : o.mc;
             for (int64_t pc = 0; pc < g->k; pc += KC) {
                 int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
                 const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);

@@ -1,9 +1,14 @@
 /* ISA detection and the kernel tables (see tn/isa.h). */
+#define _DEFAULT_SOURCE /* syscall() */
 #include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "table.h"
 #include "tn/attention.h"
@@ -19,6 +24,25 @@ static int detect_bf16(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
     return (a >> 5) & 1;
+}
+
+/* AMX with bf16 (CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE), the OS saving the tile
+ * state (XCR0 bits 17 and 18), and Linux granting it to this process: until asked for, the
+ * tile data is disabled per process (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+ * TN_AMX=0 leaves it off. */
+static int detect_amx(void) {
+    unsigned a, b, c, d;
+    const char *env = getenv("TN_AMX");
+    if (env && strcmp(env, "0") == 0) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    if (!((d >> 22) & 1) || !((d >> 24) & 1)) return 0;
+    if ((xgetbv0() & 0x60000) != 0x60000) return 0;
+#if defined(__linux__)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return 0;
+#endif
 }
 
 static tn_isa detect(void) {
@@ -40,13 +64,14 @@ static struct {
     pthread_once_t once;
     tn_isa best;
     tn_isa active;
-    int bf16;
+    int bf16, amx;
     tn_kernel_table tables[TN_ISA_COUNT_];
 } isa = {.once = PTHREAD_ONCE_INIT};
 
 static void init(void) {
     isa.best = detect();
     isa.bf16 = isa.best == TN_ISA_AVX512 && detect_bf16();
+    isa.amx = isa.bf16 && detect_amx();
     for (int i = 0; i <= (int)isa.best; i++) {
         tn_kernels_install_ref(&isa.tables[i]);
         tn_gemm_install_ref(&isa.tables[i]);
@@ -61,6 +86,7 @@ static void init(void) {
             tn_gemm_install_avx512(&isa.tables[i]);
             tn_attention_install_avx512(&isa.tables[i]);
             if (isa.bf16) tn_gemm_install_avx512bf16(&isa.tables[i]);
+            if (isa.amx) tn_gemm_install_amx(&isa.tables[i]);
         }
     }
     isa.active = isa.best;
@@ -72,8 +98,10 @@ static void init(void) {
     }
     const char *debug = getenv("TN_ISA_DEBUG");
     if (debug && strcmp(debug, "1") == 0)
-        fprintf(stderr, "[torchneuron] kernels: %s%s (CPU supports up to %s%s%s)\n",
-                tn_isa_name(isa.active), tn_isa_bf16() ? "+bf16" : "", tn_isa_name(isa.best),
+        fprintf(stderr, "[torchneuron] kernels: %s%s%s (CPU supports up to %s%s%s)\n",
+                tn_isa_name(isa.active), isa.bf16 && isa.active == TN_ISA_AVX512 ? "+bf16" : "",
+                isa.amx && isa.active == TN_ISA_AVX512 ? "+amx" : "",
+                tn_isa_name(isa.best),
                 want ? ", TN_ISA=" : "",
                 want ? want : "");
 }
@@ -91,6 +119,11 @@ int tn_isa_supported(tn_isa which) {
 int tn_isa_bf16(void) {
     pthread_once(&isa.once, init);
     return isa.bf16 && isa.active == TN_ISA_AVX512;
+}
+
+int tn_isa_amx(void) {
+    pthread_once(&isa.once, init);
+    return isa.amx && isa.active == TN_ISA_AVX512;
 }
 
 const char *tn_isa_name(tn_isa which) {

@@ -40,6 +40,10 @@ typedef struct tn_kernel_table {
     /* the same for panels of gemm_short_mr < gemm_mr rows, which the last rows of a block
      * take when a last full panel would be mostly padding; 0 and NULL where there is none */
     int32_t gemm_short_mr;
+    /* non-zero: while the micro-kernel walks a pre-packed B panel, the next one is fetched by
+     * software (the AVX2 machines measured it faster; on AVX-512, Sapphire Rapids' hardware
+     * prefetcher does it, and the software fetch cost 4% at M = 128) */
+    int32_t gemm_prefetch_b;
     void (*gemm_ukernel_short)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
     /* a panel of h rows of packed A: dst[p*h + r] = alpha * A[r, p] for p < kc, row r < rows
      * contiguous at a + r*lda elements (float32, or bfloat16 when bf16), zero for r >= rows */
@@ -94,7 +98,7 @@ typedef struct tn_kernel_table {
                                float *scratch, int32_t ith, int32_t nth);
 } tn_kernel_table;
 
-#define TN_GEMM_MAX_MR 8
+#define TN_GEMM_MAX_MR 32 /* AMX's bf16 tile */
 #define TN_GEMM_MAX_NR 32
 
 /* The table of the active ISA. */
@@ -121,6 +125,7 @@ void tn_gemm_install_ref(tn_kernel_table *t);
 void tn_gemm_install_avx2(tn_kernel_table *t);
 void tn_gemm_install_avx512(tn_kernel_table *t);
 void tn_gemm_install_avx512bf16(tn_kernel_table *t);
+void tn_gemm_install_amx(tn_kernel_table *t);
 void tn_attention_install_ref(tn_kernel_table *t);
 void tn_attention_install_avx2(tn_kernel_table *t);
 void tn_attention_install_avx512(tn_kernel_table *t);

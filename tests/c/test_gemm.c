@@ -154,18 +154,32 @@ void test_gemm_every_isa(void) {
         {1, 142, 300, 20, 1, 0, 2.0f, 0.5f, TN_DTYPE_F32, 0},
         {1, 20, 301, 40, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},
         {1, 9, 13, 17, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
+        /* AMX's 32-row tiles: whole tiles of k with C loaded (beta, second k block); a k tail
+         * of 6 pairs after one tile, and 6 rows past two panels */
+        {1, 64, 96, 512, 0, 1, 1.0f, 1.0f, TN_DTYPE_BF16, 0},
+        {1, 70, 64, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},
+        {1, 64, 96, 512, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
-    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
-        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+    /* every ISA's table; with AMX, the AVX-512 table once more with the AVX512-BF16 kernel
+     * that AMX's replaced */
+    tn_kernel_table no_amx;
+    for (int isa = 0; isa <= TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = isa < TN_ISA_COUNT_ ? tn_kernels_for((tn_isa)isa) : NULL;
+        if (isa == TN_ISA_COUNT_ && tn_kernels_for(TN_ISA_AVX512) && tn_kernels_for(TN_ISA_AVX512)->gemm_bf16_mr == 32) {
+            no_amx = *tn_kernels_for(TN_ISA_AVX512);
+            tn_gemm_install_avx512bf16(&no_amx);
+            k = &no_amx;
+        }
         if (!k) continue;
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             for (int32_t nth = 1; nth <= 3; nth += 2)
                 for (int packed = 0; packed < 3; packed++)
                     if (!run_case(k, &shapes[i], nth, packed)) {
-                        fprintf(stderr, "  (isa %s, case %zu, nth %d, B packed %d)\n",
-                                tn_isa_name((tn_isa)isa), i, (int)nth, packed);
+                        fprintf(stderr, "  (isa %s%s, case %zu, nth %d, B packed %d)\n",
+                                tn_isa_name(isa < TN_ISA_COUNT_ ? (tn_isa)isa : TN_ISA_AVX512),
+                                isa < TN_ISA_COUNT_ ? "" : " without AMX", i, (int)nth, packed);
                         CHECK(0);
                     }
     }
