@@ -11,6 +11,7 @@ CPU's bfloat16 decode drops to ~1 token/s when the two cores are busy; the slow 
 """
 import importlib.metadata
 import importlib.util
+import math
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -114,10 +115,24 @@ def test_bfloat16_greedy_matches_cpu(path, tokenizer):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_greedy_32_tokens_three_prompts(path, tokenizer, dtype):
+    """float32: the same 32 tokens as the CPU. bfloat16: the same tokens up to a step where
+    the two top candidates are tied at bf16's resolution (logits near 16 are 0.125 apart; the
+    CPU's bf16 kernels differ by machine, oneDNN's AMX among them). Such a step must be a real
+    tie: the float32 model's logits of the two tokens differ by less than one bf16 step."""
     cpu, dev = load(path, dtype, "cpu"), load(path, dtype, "neuron")
     for prompt in (PROMPT, "Write a haiku about the sea.", "Explain gravity to a child."):
         ids = chat_ids(tokenizer, prompt)
-        assert greedy(dev, ids, 32) == greedy(cpu, ids, 32), prompt
+        got, want = greedy(dev, ids, 32), greedy(cpu, ids, 32)
+        if dtype == torch.float32 or got == want:
+            assert got == want, prompt
+            continue
+        k = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+        with torch.inference_mode():
+            prefix = torch.cat([ids, torch.tensor([want[:k]], dtype=ids.dtype)], 1)
+            logits = load(path, torch.float32, "cpu")(prefix).logits[0, -1]
+        a, b = logits[got[k]].item(), logits[want[k]].item()
+        step = 2.0 ** (math.floor(math.log2(max(abs(a), abs(b)))) - 7)  # bf16's spacing there
+        assert abs(a - b) < step, (prompt, k, a, b)
 
 
 @pytest.mark.slow
