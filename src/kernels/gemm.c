@@ -243,7 +243,10 @@ static void pack_a_rows(uint16_t *ap, const tn_matrix *a, const uint16_t *base, 
             continue;
         }
         const uint16_t *src = base + (i0 + i) * a->row_stride + p0 * a->col_stride;
-        for (int64_t p = 0; p < kc; p++) dst[p] = src[p * a->col_stride];
+        if (a->col_stride == 1)
+            memcpy(dst, src, sizeof(uint16_t) * (size_t)kc);
+        else
+            for (int64_t p = 0; p < kc; p++) dst[p] = src[p * a->col_stride];
         if (kc < width) dst[kc] = 0;
     }
 }
@@ -313,12 +316,12 @@ static const uint16_t *b_block_bf16(const tn_gemm *g, const tn_kernel_table *k, 
     return bp;
 }
 
-/* Rows ic .. ic+mc of A's k block pc: read in place when contiguous along k in whole pairs,
- * only a ragged last panel copied into ap (the micro-kernel always reads mr rows). Returns
- * the rows read in place; a_panel_bf16 then finds each panel. */
-static int64_t a_block_bf16(const tn_gemm *g, uint16_t *ap, const uint16_t *abase, int64_t ic, int64_t mc, int64_t pc,
-                            int64_t kc, int32_t mr) {
-    int64_t full = g->a.col_stride == 1 && kc % 2 == 0 ? mc / mr * mr : 0;
+/* Rows ic .. ic+mc of A's k block pc: read in place when contiguous along k in whole pairs
+ * (unless the kernel wants a copy), only a ragged last panel copied into ap (the micro-kernel
+ * always reads mr rows). Returns the rows read in place; a_panel_bf16 then finds each panel. */
+static int64_t a_block_bf16(const tn_gemm *g, const tn_kernel_table *k, uint16_t *ap, const uint16_t *abase, int64_t ic,
+                            int64_t mc, int64_t pc, int64_t kc, int32_t mr) {
+    int64_t full = g->a.col_stride == 1 && kc % 2 == 0 && !k->gemm_bf16_copy_a ? mc / mr * mr : 0;
     if (full < mc) pack_a_rows(ap, &g->a, abase, ic + full, mc - full, pc, kc, mr);
     return full;
 }
@@ -369,7 +372,7 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
             const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
             for (int64_t ic = i0; ic < i1; ic += o.mc) {
                 int64_t mc = i1 - ic < o.mc ? i1 - ic : o.mc;
-                int64_t full = a_block_bf16(g, o.ap, o.a, ic, mc, pc, kc, o.mr);
+                int64_t full = a_block_bf16(g, k, o.ap, o.a, ic, mc, pc, kc, o.mr);
                 float *c = cbase + ic * g->c.row_stride + jc * g->c.col_stride;
                 tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &g->c, c, g->alpha, !overwrite || pc > 0);
             }
@@ -394,7 +397,7 @@ static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float 
             for (int64_t pc = 0; pc < g->k; pc += KC) {
                 int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
                 const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
-                int64_t full = a_block_bf16(g, o.ap, o.a, ic, mc, pc, kc, o.mr);
+                int64_t full = a_block_bf16(g, k, o.ap, o.a, ic, mc, pc, kc, o.mr);
                 tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &cm, cf, 1.0f, pc > 0);
             }
             for (int64_t r = 0; r < mc; r++) {

@@ -101,4 +101,5 @@ void tn_gemm_install_amx(tn_kernel_table *t) {
     t->gemm_bf16_mr = MR;
     t->gemm_bf16_nr = NR;
     t->gemm_bf16_ukernel = ukernel;
+    t->gemm_bf16_copy_a = 1;
 }
