@@ -340,6 +340,7 @@ static void tiles_bf16(const tn_gemm *g, const tn_kernel_table *k, const bf16_op
                        float *c, float alpha, int add) {
     const int32_t mr = o->mr, nr = o->nr;
     int64_t lda;
+    if (k->gemm_bf16_prepare) k->gemm_bf16_prepare();
     for (int64_t jr = 0; jr < nc; jr += nr)
         for (int64_t ir = 0; ir < mc; ir += mr) {
             const uint16_t *a_panel = a_panel_bf16(g, o->ap, o->a, ic, ir, full, pc, kp, &lda);

@@ -18,19 +18,25 @@
 
 enum { MR = 32, NR = 32, KT = 16 /* pairs per tile */ };
 
-/* Every tile register: 16 rows of 64 bytes. Loaded at each call: other code on the thread
- * (PyTorch's own AMX kernels on the host thread) may configure the tiles differently. */
+/* Every tile register: 16 rows of 64 bytes. Loaded by gemm.c (gemm_bf16_prepare) before each
+ * block's micro-tiles, not once per thread: other code on a thread (PyTorch's own AMX kernels
+ * on the host thread) may configure the tiles differently, and loading it at every micro-tile
+ * cost 15-30% (it is microcoded). */
 typedef struct {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
     uint8_t rows[16];
 } tile_config;
 
-static void configure(void) {
-    tile_config cfg = {.palette = 1};
-    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    _tile_loadconfig(&cfg);
-}
+/* In read-only data: built on the stack of a leaf function, the configuration sat in the red
+ * zone and ldtilecfg faulted (SIGSEGV) in the Python build. */
+static const tile_config config = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+static void configure(void) { _tile_loadconfig(&config); }
 
 static inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
@@ -50,7 +56,6 @@ static void tail(int64_t q0, int64_t kp, const uint16_t *a, int64_t lda, const u
 
 static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *bp, float *c, int64_t ldc,
                     int add) {
-    configure();
     const int64_t whole = kp / KT * KT, astride = lda * 2, cstride = ldc * 4;
     /* with no k tail the tiles go to C directly; else through acc, where the tail adds */
     const int direct = whole == kp;
@@ -101,5 +106,6 @@ void tn_gemm_install_amx(tn_kernel_table *t) {
     t->gemm_bf16_mr = MR;
     t->gemm_bf16_nr = NR;
     t->gemm_bf16_ukernel = ukernel;
+    t->gemm_bf16_prepare = configure;
     t->gemm_bf16_copy_a = 1;
 }

@@ -120,6 +120,7 @@ void tn_gemm_install_avx512bf16(tn_kernel_table *t) {
     t->gemm_bf16_nr = NR;
     t->gemm_bf16_ukernel = ukernel;
     t->gemm_bf16_copy_a = 0;
+    t->gemm_bf16_prepare = NULL;
     t->gemm_bf16_pack_b_rows = pack_b_rows;
     t->gemm_bf16_pack_b_cols = pack_b_cols;
     t->dot_bf16 = dot;

@@ -66,6 +66,9 @@ typedef struct tn_kernel_table {
     /* non-zero: A's rows are copied into the block even when they could be read in place
      * (AMX loads 16 rows per tile: rows 4 KB apart share one set of the L1 cache) */
     int32_t gemm_bf16_copy_a;
+    /* NULL, or called on the thread before a run of gemm_bf16_ukernel calls (AMX: loads the
+     * tile configuration); nothing else runs on the thread until the run ends */
+    void (*gemm_bf16_prepare)(void);
     /* d[2c + t] = r_t[c] for c < n: two contiguous rows of B into one k pair of a panel */
     void (*gemm_bf16_pack_b_rows)(int64_t n, const uint16_t *r0, const uint16_t *r1, uint16_t *d);
     /* d[(q*nr + c)*2 + t] = col[c*cs + 2q + t] for c < n, q < kp: columns of B contiguous
