@@ -5,6 +5,7 @@ import sys
 
 import pytest
 import torch
+import torch_neuronx
 
 from conftest import run_python
 
@@ -113,6 +114,7 @@ def test_neuron_ls_shows_other_processes():
         table = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.neuron_ls"],
                                capture_output=True, text=True, timeout=60)
         assert "neuron:1" in table.stdout and "CAPACITY" in table.stdout
+        assert f"Kernels: {torch_neuronx._C._isa()} " in table.stdout  # the variant the kernels run
     finally:
         holder.stdin.close()
         holder.wait(30)

@@ -59,6 +59,9 @@ def main(argv=None):
             f"{_gib(c['in_use']):>12}{_gib(c['reserved']):>12}  {procs}"
         )
     print(f"\n{len(cores)} logical NeuronCore(s); software NeuronCores run by the TorchNeuron C runtime.")
+    from torch_neuronx import _C
+
+    print(f"Kernels: {_C._isa()} (the best this CPU has unless TN_ISA or TN_AMX say otherwise).")
     return 0
 
 
