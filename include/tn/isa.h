@@ -26,6 +26,8 @@ const char *tn_isa_name(tn_isa isa);
 int tn_isa_bf16(void);
 /* Non-zero if the active variant multiplies bf16 matrices on AMX tiles (TN_AMX=0 turns it off). */
 int tn_isa_amx(void);
+/* The active variant with the extensions it uses, e.g. "avx512+bf16+amx" (neuron-ls shows it). */
+const char *tn_isa_label(void);
 
 #ifdef __cplusplus
 }

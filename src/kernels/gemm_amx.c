@@ -54,16 +54,28 @@ static void tail(int64_t q0, int64_t kp, const uint16_t *a, int64_t lda, const u
     }
 }
 
+/* The accumulator tiles to and from the 32 x 32 floats at c (row stride ldc floats). */
+static inline __attribute__((always_inline)) void load_acc(const float *c, int64_t ldc) {
+    _tile_loadd(0, c, ldc * 4);
+    _tile_loadd(1, c + 16, ldc * 4);
+    _tile_loadd(2, c + 16 * ldc, ldc * 4);
+    _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
+}
+
+static inline __attribute__((always_inline)) void store_acc(float *c, int64_t ldc) {
+    _tile_stored(0, c, ldc * 4);
+    _tile_stored(1, c + 16, ldc * 4);
+    _tile_stored(2, c + 16 * ldc, ldc * 4);
+    _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+}
+
 static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *bp, float *c, int64_t ldc,
                     int add) {
-    const int64_t whole = kp / KT * KT, astride = lda * 2, cstride = ldc * 4;
+    const int64_t whole = kp / KT * KT, astride = lda * 2;
     /* with no k tail the tiles go to C directly; else through acc, where the tail adds */
     const int direct = whole == kp;
     if (direct && add) {
-        _tile_loadd(0, c, cstride);
-        _tile_loadd(1, c + 16, cstride);
-        _tile_loadd(2, c + 16 * ldc, cstride);
-        _tile_loadd(3, c + 16 * ldc + 16, cstride);
+        load_acc(c, ldc);
     } else {
         _tile_zero(0);
         _tile_zero(1);
@@ -81,17 +93,11 @@ static void ukernel(int64_t kp, const uint16_t *a, int64_t lda, const uint16_t *
         _tile_dpbf16ps(3, 5, 7);
     }
     if (direct) {
-        _tile_stored(0, c, cstride);
-        _tile_stored(1, c + 16, cstride);
-        _tile_stored(2, c + 16 * ldc, cstride);
-        _tile_stored(3, c + 16 * ldc + 16, cstride);
+        store_acc(c, ldc);
         return;
     }
     float acc[MR * NR] __attribute__((aligned(64)));
-    _tile_stored(0, acc, NR * 4);
-    _tile_stored(1, acc + 16, NR * 4);
-    _tile_stored(2, acc + 16 * NR, NR * 4);
-    _tile_stored(3, acc + 16 * NR + 16, NR * 4);
+    store_acc(acc, NR);
     tail(whole, kp, a, lda, bp, acc);
     for (int i = 0; i < MR; i++)
         for (int h = 0; h < 2; h++) {

@@ -65,6 +65,7 @@ static struct {
     tn_isa best;
     tn_isa active;
     int bf16, amx;
+    char label[32]; /* the active variant with its extensions: "avx512+bf16+amx" */
     tn_kernel_table tables[TN_ISA_COUNT_];
 } isa = {.once = PTHREAD_ONCE_INIT};
 
@@ -96,14 +97,13 @@ static void init(void) {
             if (strcmp(want, tn_isa_name((tn_isa)i)) == 0 && i <= (int)isa.best)
                 isa.active = (tn_isa)i;
     }
+    int avx512 = isa.active == TN_ISA_AVX512;
+    snprintf(isa.label, sizeof isa.label, "%s%s%s", tn_isa_name(isa.active), avx512 && isa.bf16 ? "+bf16" : "",
+             avx512 && isa.amx ? "+amx" : "");
     const char *debug = getenv("TN_ISA_DEBUG");
     if (debug && strcmp(debug, "1") == 0)
-        fprintf(stderr, "[torchneuron] kernels: %s%s%s (CPU supports up to %s%s%s)\n",
-                tn_isa_name(isa.active), isa.bf16 && isa.active == TN_ISA_AVX512 ? "+bf16" : "",
-                isa.amx && isa.active == TN_ISA_AVX512 ? "+amx" : "",
-                tn_isa_name(isa.best),
-                want ? ", TN_ISA=" : "",
-                want ? want : "");
+        fprintf(stderr, "[torchneuron] kernels: %s (CPU supports up to %s%s%s)\n", isa.label,
+                tn_isa_name(isa.best), want ? ", TN_ISA=" : "", want ? want : "");
 }
 
 tn_isa tn_isa_active(void) {
@@ -124,6 +124,11 @@ int tn_isa_bf16(void) {
 int tn_isa_amx(void) {
     pthread_once(&isa.once, init);
     return isa.amx && isa.active == TN_ISA_AVX512;
+}
+
+const char *tn_isa_label(void) {
+    pthread_once(&isa.once, init);
+    return isa.label;
 }
 
 const char *tn_isa_name(tn_isa which) {

@@ -164,25 +164,25 @@ void test_gemm_every_isa(void) {
     };
     /* every ISA's table; with AMX, the AVX-512 table once more with the AVX512-BF16 kernel
      * that AMX's replaced */
+    const tn_kernel_table *tables[TN_ISA_COUNT_ + 1];
+    const char *names[TN_ISA_COUNT_ + 1];
+    int n = 0;
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++)
+        if (tn_kernels_for((tn_isa)isa)) tables[n] = tn_kernels_for((tn_isa)isa), names[n++] = tn_isa_name((tn_isa)isa);
     tn_kernel_table no_amx;
-    for (int isa = 0; isa <= TN_ISA_COUNT_; isa++) {
-        const tn_kernel_table *k = isa < TN_ISA_COUNT_ ? tn_kernels_for((tn_isa)isa) : NULL;
-        if (isa == TN_ISA_COUNT_ && tn_kernels_for(TN_ISA_AVX512) && tn_kernels_for(TN_ISA_AVX512)->gemm_bf16_mr == 32) {
-            no_amx = *tn_kernels_for(TN_ISA_AVX512);
-            tn_gemm_install_avx512bf16(&no_amx);
-            k = &no_amx;
-        }
-        if (!k) continue;
+    if (tn_isa_amx()) {
+        no_amx = *tn_kernels_for(TN_ISA_AVX512);
+        tn_gemm_install_avx512bf16(&no_amx);
+        tables[n] = &no_amx, names[n++] = "avx512 without AMX";
+    }
+    for (int t = 0; t < n; t++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             for (int32_t nth = 1; nth <= 3; nth += 2)
                 for (int packed = 0; packed < 3; packed++)
-                    if (!run_case(k, &shapes[i], nth, packed)) {
-                        fprintf(stderr, "  (isa %s%s, case %zu, nth %d, B packed %d)\n",
-                                tn_isa_name(isa < TN_ISA_COUNT_ ? (tn_isa)isa : TN_ISA_AVX512),
-                                isa < TN_ISA_COUNT_ ? "" : " without AMX", i, (int)nth, packed);
+                    if (!run_case(tables[t], &shapes[i], nth, packed)) {
+                        fprintf(stderr, "  (isa %s, case %zu, nth %d, B packed %d)\n", names[t], i, (int)nth, packed);
                         CHECK(0);
                     }
-    }
 }
 
 /* The FMA peak probe: every variant counts its operations (12 chains of 1, 8 or 16 lanes, two

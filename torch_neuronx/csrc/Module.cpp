@@ -105,9 +105,7 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.tracked, s.packed, s.bytes);
   });
   m.def("_nontemporal_min_bytes", [] { return tn_nontemporal_min_bytes(); });
-  m.def("_isa", [] {
-    return std::string(tn_isa_name(tn_isa_active())) + (tn_isa_bf16() ? "+bf16" : "") + (tn_isa_amx() ? "+amx" : "");
-  });
+  m.def("_isa", [] { return std::string(tn_isa_label()); });
   m.def("_fma_peak_gflops", [](double seconds) {  // the kernel threads' measured FMA peak
     py::gil_scoped_release no_gil;
     return tn_fma_peak_gflops(seconds);
