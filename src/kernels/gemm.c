@@ -2,8 +2,10 @@
  *
  * Loop nest (BLIS order): columns of C in blocks of NC, the k dimension in blocks of KC (B's
  * block packed into NR-wide panels), rows in blocks of MC (A's block packed, scaled by alpha,
- * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel. Edge tiles go through a
- * small buffer. Threads split the batch when it is large enough, else the larger of m and n.
+ * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel, in the order the ISA
+ * table asks (gemm_a_panel_outer): each B panel down the A block (the B panel stays in L1, the
+ * A block in L2), or each A panel across the B block (the A panel in L1, the B block in L2).
+ * Edge tiles go through a small buffer. Threads split the batch when it is large enough, else the larger of m and n.
  * Small m uses no packing (it would cost more than it saves): dot products when B's columns
  * are contiguous (x @ W.T with W row-major, nn.Linear), scaled row sums when B's rows are.
  *
@@ -176,19 +178,35 @@ static void prefetch_part(const void *p, int64_t bytes, int64_t part, int64_t pa
         __builtin_prefetch((const char *)p + l * 64, 0, 2);
 }
 
+/* One micro-tile: the panel of h rows at a_panel by the B panel at b_panel, into C at c (rows x
+ * cols of it inside the matrix). Edge tiles and a strided C go through `tile`. */
+static inline void micro_tile(const tn_gemm *g, const tn_kernel_table *k, const float *a_panel,
+                              const float *b_panel, float *tile, float *c, int32_t h, int64_t rows,
+                              int64_t cols, int64_t kc, int add) {
+    void (*ukernel)(int64_t, const float *, const float *, float *, int64_t, int) =
+        h == k->gemm_mr ? k->gemm_ukernel : k->gemm_ukernel_short;
+    if (rows == h && cols == k->gemm_nr && g->c.col_stride == 1) {
+        ukernel(kc, a_panel, b_panel, c, g->c.row_stride, add);
+        return;
+    }
+    ukernel(kc, a_panel, b_panel, tile, k->gemm_nr, 0);
+    add_tile(&g->c, c, tile, rows, cols, k->gemm_nr, 1.0f, add); /* alpha is in ap */
+}
+
 static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch,
                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const char *abase = (const char *)g->a.data + batch * g->a.batch_stride * tn_dtype_size(g->a.dtype);
     const char *bbase = (const char *)g->b.data + batch * g->b.batch_stride * tn_dtype_size(g->b.dtype);
     float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
-    const int32_t mr = k->gemm_mr, nr = k->gemm_nr;
+    const int32_t nr = k->gemm_nr;
     float *ap = scratch, *bp = scratch + MC * KC, *tile = bp + (int64_t)KC * NC;
     /* beta == 0: the first k block stores its tiles, so C is neither cleared nor read first */
     int overwrite = g->beta == 0.0f && g->k > 0;
     if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
     if (g->k == 0) return;
-    /* B packed already: one column block, so each block of A is packed once */
-    const int64_t ncmax = g->b_packed ? j1 - j0 : NC;
+    /* B packed already, B panels outer: one column block, so each block of A is packed once
+     * (A panels outer want B's block in L2, so NC bounds it either way) */
+    const int64_t ncmax = g->b_packed && !k->gemm_a_panel_outer ? j1 - j0 : NC;
     for (int64_t jc = j0; jc < j1; jc += ncmax) {
         int64_t nc = j1 - jc < ncmax ? j1 - jc : ncmax;
         for (int64_t pc = 0; pc < g->k; pc += KC) {
@@ -198,29 +216,33 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
                 bblock = (const float *)g->b_packed + pc * panels(g->n, nr) * nr + (jc / nr) * kc * nr;
             else
                 pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
+            int add = !overwrite || pc > 0;
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
                 int64_t full = mc - short_rows(k, mc), n_panels = block_panels(k, mc, full);
                 pack_a(k, ap, &g->a, abase, ic, mc, full, pc, kc, g->alpha);
+                float *cblock = cbase + ic * g->c.row_stride + jc * g->c.col_stride;
+                if (k->gemm_a_panel_outer) {
+                    for (int64_t ir = 0, h; ir < mc; ir += h) {
+                        h = panel_rows(k, ir, full);
+                        int64_t rows = mc - ir < h ? mc - ir : h;
+                        for (int64_t jr = 0; jr < nc; jr += nr)
+                            micro_tile(g, k, ap + ir * kc, bblock + (jr / nr) * kc * nr, tile,
+                                       cblock + ir * g->c.row_stride + jr * g->c.col_stride, (int32_t)h, rows,
+                                       nc - jr < nr ? nc - jr : nr, kc, add);
+                    }
+                    continue;
+                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const float *b_panel = bblock + (jr / nr) * kc * nr;
                     int64_t panel = 0;
                     for (int64_t ir = 0, h; ir < mc; ir += h, panel++) {
                         h = panel_rows(k, ir, full);
-                        const float *a_panel = ap + ir * kc;
-                        const float *b_panel = bblock + (jr / nr) * kc * nr;
-                        if (k->gemm_prefetch_b && g->b_packed && jr + nr < nc) prefetch_part(b_panel + kc * nr, kc * nr * 4, panel, n_panels);
-                        float *c = cbase + (ic + ir) * g->c.row_stride + (jc + jr) * g->c.col_stride;
-                        int64_t rows = mc - ir < h ? mc - ir : h;
-                        int64_t cols = nc - jr < nr ? nc - jr : nr;
-                        int add = !overwrite || pc > 0;
-                        void (*ukernel)(int64_t, const float *, const float *, float *, int64_t, int) =
-                            h == mr ? k->gemm_ukernel : k->gemm_ukernel_short;
-                        if (rows == h && cols == nr && g->c.col_stride == 1) {
-                            ukernel(kc, a_panel, b_panel, c, g->c.row_stride, add);
-                            continue;
-                        }
-                        ukernel(kc, a_panel, b_panel, tile, nr, 0);
-                        add_tile(&g->c, c, tile, rows, cols, nr, 1.0f, add); /* alpha is in ap */
+                        if (k->gemm_prefetch_b && g->b_packed && jr + nr < nc)
+                            prefetch_part(b_panel + kc * nr, kc * nr * 4, panel, n_panels);
+                        micro_tile(g, k, ap + ir * kc, b_panel, tile,
+                                   cblock + ir * g->c.row_stride + jr * g->c.col_stride, (int32_t)h,
+                                   mc - ir < h ? mc - ir : h, nc - jr < nr ? nc - jr : nr, kc, add);
                     }
                 }
             }

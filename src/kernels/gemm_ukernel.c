@@ -276,8 +276,10 @@ void TN_CONCAT(tn_gemm_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->gemm_ukernel = ukernel;
 #if defined(__AVX512F__)
     t->gemm_prefetch_b = 0;
+    t->gemm_a_panel_outer = 1;
 #else
     t->gemm_prefetch_b = 1;
+    t->gemm_a_panel_outer = 0;
 #endif
 #if defined(__AVX512F__) || defined(__AVX2__) /* the reference kernel has 4 rows already */
     t->gemm_short_mr = SHORT_MR;

@@ -162,13 +162,17 @@ void test_gemm_every_isa(void) {
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
-    /* every ISA's table; with AMX, the AVX-512 table once more with the AVX512-BF16 kernel
-     * that AMX's replaced */
-    const tn_kernel_table *tables[TN_ISA_COUNT_ + 1];
-    const char *names[TN_ISA_COUNT_ + 1];
+    /* every ISA's table; the reference table once more with the other order of micro-tiles
+     * (gemm_a_panel_outer), so both orders run on any CPU; with AMX, the AVX-512 table once
+     * more with the AVX512-BF16 kernel that AMX's replaced */
+    const tn_kernel_table *tables[TN_ISA_COUNT_ + 2];
+    const char *names[TN_ISA_COUNT_ + 2];
     int n = 0;
     for (int isa = 0; isa < TN_ISA_COUNT_; isa++)
         if (tn_kernels_for((tn_isa)isa)) tables[n] = tn_kernels_for((tn_isa)isa), names[n++] = tn_isa_name((tn_isa)isa);
+    tn_kernel_table other_order = *tn_kernels_for(TN_ISA_REF);
+    other_order.gemm_a_panel_outer = !other_order.gemm_a_panel_outer;
+    tables[n] = &other_order, names[n++] = "ref, other micro-tile order";
     tn_kernel_table no_amx;
     if (tn_isa_amx()) {
         no_amx = *tn_kernels_for(TN_ISA_AVX512);
