@@ -39,6 +39,14 @@ AMX_ONLY := gemm_amx
 # -Wvector-operation-performance (an error with -Werror) catches a vector type wider than the
 # ISA, which GCC splits through the stack: tn_v16 on AVX2 once did, at a seventh of the speed.
 ROW_FLAGS := -fno-trapping-math -fno-math-errno -Wvector-operation-performance
+# The runtime's and the graph compiler's launch sites build task arguments on the stack:
+# zeroing automatic variables zeroes their padding too, so that a recording (capture.c) can
+# read every aligned word of them as a possible address without stale bytes faking one. A
+# compiler without the option builds without it, and recordings are then not relocated.
+ZERO_INIT := $(shell $(CC) -ftrivial-auto-var-init=zero -Werror -x c -c /dev/null -o /dev/null 2>/dev/null \
+               && echo -ftrivial-auto-var-init=zero -DTN_TASKS_ZEROED=1)
+build/rel/src/runtime/%.o build/san/src/runtime/%.o build/rel/src/graph/%.o build/san/src/graph/%.o: \
+  TASK_FLAGS := $(ZERO_INIT)
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c) $(AMX_ONLY:%=src/kernels/%.c),\
           $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \
@@ -61,7 +69,7 @@ build/libtn.a: $(OBJS)
 
 build/rel/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_REL) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_REL) $(TASK_FLAGS) -MMD -MP -c $< -o $@
 
 # One object per (file, ISA): build/<mode>/src/kernels/<file>_<isa>.o from src/kernels/<file>.c
 define per_isa_rule
@@ -87,7 +95,7 @@ build/rel/src/graph/codegen.o build/san/src/graph/codegen.o: $(GEN_MATH)
 
 build/san/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_SAN) -Isrc -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_SAN) $(TASK_FLAGS) -Isrc -MMD -MP -c $< -o $@
 
 $(TEST_BIN): $(SAN_OBJS) $(TEST_SRCS:%.c=build/san/%.o)
 	$(CC) $(CFLAGS_SAN) $^ -o $@ -lm

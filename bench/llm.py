@@ -28,10 +28,10 @@ from transformers.utils import logging as hf_logging
 from common import best, copy_bandwidth
 
 
-def tiny_llama(dtype):
+def tiny_llama(dtype, vocab_size=32000):
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=4, vocab_size=32000,
+                         num_attention_heads=4, num_key_value_heads=4, vocab_size=vocab_size,
                          max_position_embeddings=2048)
     return LlamaForCausalLM(config).eval().to(dtype)
 

@@ -14,9 +14,14 @@
  * (the host read something the device computed), a launch on another stream, a copy to or from
  * host memory, random numbers (a replay would repeat them), an optimizer step, record_stream.
  *
- * A replay reads and writes the addresses the recording saw: the caller keeps the inputs the
- * recording read at those addresses (or copies new values into them) and reads results out of
- * the pool before the next replay overwrites them. */
+ * A replay reads and writes the addresses the recording saw, except in relocated ranges:
+ * tn_capture_relocate() names ranges of memory (the graph's inputs, its outputs' pool blocks),
+ * and each replay gives new addresses for them (tn_capture_replay_at), so a graph's inputs may
+ * come from anywhere and its outputs go to fresh memory on every call. Relocation finds every
+ * aligned pointer-sized word of the recorded argument bytes that points into a range: task
+ * arguments are flat (a launch copies them whole), and every device address a task uses is
+ * such a word. Without relocation, the caller keeps the inputs where the recording read them
+ * and reads results out of the pool before the next replay overwrites them. */
 #ifndef TN_CAPTURE_H
 #define TN_CAPTURE_H
 
@@ -43,8 +48,9 @@ int32_t tn_capture_replayable(tn_capture_t capture);
 const char *tn_capture_reason(tn_capture_t capture);
 /* Launches recorded. */
 int64_t tn_capture_launches(tn_capture_t capture);
-/* Non-zero if ptr is the start of a block of the capture's memory pool. */
-int32_t tn_capture_owns(tn_capture_t capture, const void *ptr);
+/* The size of the capture pool's block that starts at ptr (at least what was asked for it),
+ * 0 if no block of the pool starts there. */
+uint64_t tn_capture_block_bytes(tn_capture_t capture, const void *ptr);
 /* Non-zero while the calling thread is recording (launch paths use it to avoid work that
  * would not replay, such as caching derived data outside the pool). */
 int32_t tn_capture_active(void);
@@ -53,8 +59,20 @@ int32_t tn_capture_active(void);
 void tn_capture_refuse(const char *why);
 
 /* Enqueues one task on the capture's stream that runs every recorded launch in order. A
- * failing launch stops the replay; its error is kept on the stream like a kernel's. */
+ * failing launch stops the replay; its error is kept on the stream like a kernel's. A
+ * relocated capture needs tn_capture_replay_at. */
 tn_status tn_capture_replay(tn_capture_t capture);
+
+/* After tn_capture_end: the `count` ranges [start[i], start[i] + bytes[i]) (disjoint) move on
+ * every replay. Every recorded argument word pointing into range i, `d` bytes past its start,
+ * becomes start'[i] + d in a replay given start'. `words` (may be NULL) receives how many
+ * words that is. A second call replaces the first. */
+tn_status tn_capture_relocate(tn_capture_t capture, int32_t count, const uintptr_t *start,
+                              const uint64_t *bytes, int64_t *words);
+/* tn_capture_replay with the relocated ranges at start[0 .. count) (count as relocated). The
+ * memory there must hold what the recording's ranges held, at the same offsets, until the
+ * replay has run (stream order). */
+tn_status tn_capture_replay_at(tn_capture_t capture, int32_t count, const uintptr_t *start);
 
 /* Waits for pending replays, then frees the recording and returns the pool's blocks to the
  * allocator's cache (blocks still allocated are returned when freed). NULL is ignored. */

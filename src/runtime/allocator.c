@@ -262,12 +262,12 @@ void tn_memory_release_pool(tn_capture_pool *c) {
     c->free = NULL;
 }
 
-int32_t tn_memory_pool_owns(const tn_capture_pool *c, const void *ptr) {
+uint64_t tn_memory_pool_block_bytes(const tn_capture_pool *c, const void *ptr) {
     pthread_mutex_lock(&lock);
     tn_block *b = tn_ptrmap_get(&blocks, ptr);
-    int32_t owns = b && b->owner == c;
+    uint64_t bytes = b && b->owner == c ? b->size : 0;
     pthread_mutex_unlock(&lock);
-    return owns;
+    return bytes;
 }
 
 /* Small requests round to TN_BLOCK_ROUND; large ones to one of eight size classes per power

@@ -2,9 +2,10 @@
  *
  * A recording keeps each launch as (op, fn, a copy of its argument bytes) in one growing
  * array, the argument bytes in another. A replay is one task whose argument names the
- * capture: it copies each recorded argument into a scratch buffer (a task may use its
- * argument as working memory, as the launch's own copy) and calls the function. The memory
- * pool is kept by allocator.c in the capture's tn_capture_pool. */
+ * capture (and the new addresses of its relocated ranges): it copies each recorded argument
+ * into a scratch buffer (a task may use its argument as working memory, as the launch's own
+ * copy), rewrites the relocated words there, and calls the function. The memory pool is kept
+ * by allocator.c in the capture's tn_capture_pool. */
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,6 +22,14 @@ typedef struct recorded {
     size_t size;
 } recorded;
 
+/* A word of the argument bytes that points into relocated range `range`, `delta` bytes past
+ * its start. */
+typedef struct relocation {
+    size_t at; /* offset of the word in `args` */
+    int32_t range;
+    uint64_t delta;
+} relocation;
+
 struct tn_capture {
     tn_capture_pool pool; /* first: allocator.c sees the capture through it */
     recorded *launches;
@@ -28,6 +37,9 @@ struct tn_capture {
     unsigned char *args;
     size_t args_used, args_capacity, largest;
     void *scratch; /* `largest` bytes, for the replayed task's copy of its argument */
+    relocation *relocations; /* in order of `at` */
+    size_t relocated;
+    int32_t ranges; /* what tn_capture_relocate named; a replay passes as many addresses */
     int refused;
     char reason[256];
 };
@@ -107,19 +119,96 @@ int32_t tn_capture_replayable(tn_capture_t c) { return c && !c->refused && !c->p
 const char *tn_capture_reason(tn_capture_t c) { return c ? c->reason : "no capture"; }
 int64_t tn_capture_launches(tn_capture_t c) { return c ? (int64_t)c->count : 0; }
 
-int32_t tn_capture_owns(tn_capture_t c, const void *ptr) {
-    return c && ptr ? tn_memory_pool_owns(&c->pool, ptr) : 0;
+uint64_t tn_capture_block_bytes(tn_capture_t c, const void *ptr) {
+    return c && ptr ? tn_memory_pool_block_bytes(&c->pool, ptr) : 0;
+}
+
+typedef struct range_index {
+    uintptr_t start, end;
+    int32_t range;
+} range_index;
+
+static int by_start(const void *a, const void *b) {
+    uintptr_t x = ((const range_index *)a)->start, y = ((const range_index *)b)->start;
+    return x < y ? -1 : x > y;
+}
+
+/* The relocations of every recorded word pointing into one of the n sorted ranges. */
+static tn_status find_relocations(struct tn_capture *c, const range_index *sorted, int32_t n) {
+    size_t capacity = 0;
+    /* task arguments are flat structs copied at max_align_t offsets, their padding zeroed
+     * (TN_TASKS_ZEROED): an address is an aligned word, and no other word reads as one */
+    for (size_t l = 0; l < c->count; l++) {
+        const recorded *r = &c->launches[l];
+        for (size_t at = r->offset; at + sizeof(uintptr_t) <= r->offset + r->size; at += sizeof(uintptr_t)) {
+            uintptr_t w;
+            memcpy(&w, c->args + at, sizeof w);
+            int32_t lo = 0, hi = n; /* past the last range starting at or before w */
+            while (lo < hi) {
+                int32_t mid = (lo + hi) / 2;
+                if (sorted[mid].start <= w) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == 0 || w >= sorted[lo - 1].end) continue;
+            if (tn_grow_array((void **)&c->relocations, &capacity, c->relocated + 1, sizeof(relocation)) != 0)
+                return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to relocate a capture");
+            c->relocations[c->relocated++] = (relocation){at, sorted[lo - 1].range, w - sorted[lo - 1].start};
+        }
+    }
+    return TN_STATUS_OK;
+}
+
+tn_status tn_capture_relocate(tn_capture_t c, int32_t count, const uintptr_t *start, const uint64_t *bytes,
+                              int64_t *words) {
+    if (words) *words = 0;
+    if (!c || c->pool.recording || count < 0 || (count && (!start || !bytes)))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "capture relocation: no capture, still recording, or bad ranges");
+    if (!TN_TASKS_ZEROED)
+        return tn_error(TN_STATUS_UNSUPPORTED, "capture relocation needs the runtime built with "
+                                               "-ftrivial-auto-var-init=zero (a C compiler that has it)");
+    range_index *sorted = malloc(sizeof *sorted * (size_t)(count ? count : 1));
+    if (!sorted) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to relocate a capture");
+    for (int32_t i = 0; i < count; i++) sorted[i] = (range_index){start[i], start[i] + bytes[i], i};
+    qsort(sorted, (size_t)count, sizeof *sorted, by_start);
+    free(c->relocations);
+    c->relocations = NULL;
+    c->relocated = 0;
+    c->ranges = 0;
+    tn_status st = TN_STATUS_OK;
+    for (int32_t i = 1; i < count && st == TN_STATUS_OK; i++)
+        if (sorted[i].start < sorted[i - 1].end)
+            st = tn_error(TN_STATUS_INVALID_ARGUMENT, "capture relocation: ranges %d and %d overlap",
+                          (int)sorted[i - 1].range, (int)sorted[i].range);
+    if (st == TN_STATUS_OK) st = find_relocations(c, sorted, count);
+    free(sorted);
+    if (st != TN_STATUS_OK) {
+        free(c->relocations);
+        c->relocations = NULL;
+        c->relocated = 0;
+        return st;
+    }
+    c->ranges = count;
+    if (words) *words = (int64_t)c->relocated;
+    return TN_STATUS_OK;
 }
 
 typedef struct replay_task {
     struct tn_capture *capture;
+    uintptr_t start[]; /* the relocated ranges' addresses for this replay (capture->ranges) */
 } replay_task;
 
 static tn_status run_replay(void *p) {
-    struct tn_capture *c = ((replay_task *)p)->capture;
+    const replay_task *t = p;
+    struct tn_capture *c = t->capture;
+    size_t next = 0; /* relocations are in the order of the launches' bytes */
     for (size_t i = 0; i < c->count; i++) {
         const recorded *r = &c->launches[i];
         if (r->size) memcpy(c->scratch, c->args + r->offset, r->size);
+        for (; next < c->relocated && c->relocations[next].at < r->offset + r->size; next++) {
+            const relocation *x = &c->relocations[next];
+            uintptr_t w = t->start[x->range] + x->delta;
+            memcpy((char *)c->scratch + (x->at - r->offset), &w, sizeof w);
+        }
         tn_clear_error();
         tn_status st = r->fn(c->scratch);
         if (st != TN_STATUS_OK) {
@@ -132,14 +221,29 @@ static tn_status run_replay(void *p) {
     return TN_STATUS_OK;
 }
 
-tn_status tn_capture_replay(tn_capture_t c) {
+tn_status tn_capture_replay_at(tn_capture_t c, int32_t count, const uintptr_t *start) {
     if (!c) return tn_error(TN_STATUS_INVALID_ARGUMENT, "capture is NULL");
     if (c->pool.recording)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "a capture cannot be replayed while recording");
     if (c->refused)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "this capture cannot be replayed: %s", c->reason);
-    replay_task t = {c};
-    return tn_stream_launch(c->pool.stream, "replay", run_replay, &t, sizeof t);
+    if (count != c->ranges || (count && !start))
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "capture replay: %d addresses for %d relocated ranges",
+                        (int)count, (int)c->ranges);
+    size_t size = sizeof(replay_task) + sizeof(uintptr_t) * (size_t)count;
+    replay_task *t = malloc(size);
+    if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch a replay");
+    t->capture = c;
+    if (count) memcpy(t->start, start, sizeof(uintptr_t) * (size_t)count);
+    tn_status st = tn_stream_launch(c->pool.stream, "replay", run_replay, t, size);
+    free(t);
+    return st;
+}
+
+tn_status tn_capture_replay(tn_capture_t c) {
+    if (c && c->ranges)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "a relocated capture replays with its ranges' addresses");
+    return tn_capture_replay_at(c, 0, NULL);
 }
 
 void tn_capture_destroy(tn_capture_t c) {
@@ -149,6 +253,7 @@ void tn_capture_destroy(tn_capture_t c) {
     tn_memory_release_pool(&c->pool);
     free(c->launches);
     free(c->args);
+    free(c->relocations);
     free(c->scratch);
     free(c);
 }

@@ -79,6 +79,15 @@ typedef struct tn_capture_pool {
     int recording;
 } tn_capture_pool;
 
+/* 1 when the runtime's launch sites were built with their automatic variables zeroed
+ * (-ftrivial-auto-var-init=zero, Makefile): a task struct built on the stack then has zero
+ * padding, and heap tasks are calloc'ed. A recording (capture.c) reads any aligned word of a
+ * task's argument bytes as a possible address, and a stale padding byte beside a small
+ * integer field could otherwise read as one. Without it, recordings are not relocated. */
+#ifndef TN_TASKS_ZEROED
+#define TN_TASKS_ZEROED 0
+#endif
+
 /* The pool the calling thread's recording allocates from on `device`, or NULL. */
 tn_capture_pool *tn_capture_pool_recording(int32_t device);
 /* Records a launch if the calling thread is recording (stream.c calls it for every launch). */
@@ -86,7 +95,8 @@ void tn_capture_record(tn_stream_t stream, const char *op, tn_task_fn fn, const 
                        size_t size);
 /* Returns the pool's blocks to the allocator's cache (allocator.c). */
 void tn_memory_release_pool(tn_capture_pool *pool);
-int32_t tn_memory_pool_owns(const tn_capture_pool *pool, const void *ptr);
+/* The size of the pool's block that starts at ptr (what the segment holds), 0 if none does. */
+uint64_t tn_memory_pool_block_bytes(const tn_capture_pool *pool, const void *ptr);
 
 /* Shared-memory usage registry (usage.c). */
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);

@@ -40,7 +40,7 @@ tn_status tn_fused_adam_async(tn_stream_t stream, const char *name, const tn_ada
     }
     if (total == 0) return TN_STATUS_OK;
     size_t size = sizeof(adam_task) + sizeof(tn_adam_group) * (size_t)count;
-    adam_task *t = malloc(size);
+    adam_task *t = calloc(1, size); /* zeroed padding: see TN_TASKS_ZEROED */
     if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", name ? name : "fused adam");
     t->config = *config;
     t->count = count;
@@ -84,7 +84,7 @@ tn_status tn_fused_sgd_async(tn_stream_t stream, const char *name, const tn_sgd_
     }
     if (total == 0) return TN_STATUS_OK;
     size_t size = sizeof(sgd_task) + sizeof(tn_sgd_group) * (size_t)count;
-    sgd_task *t = malloc(size);
+    sgd_task *t = calloc(1, size); /* zeroed padding: see TN_TASKS_ZEROED */
     if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", name);
     t->config = *config;
     t->count = count;

@@ -31,9 +31,9 @@ def get_dynamo_metrics():
       compiler/passes.py);
     - fallbacks: graphs whose compilation failed and that run on the eager kernels instead
       (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0);
-    - recordings, replays, replay_refusals: inference graphs whose launches were recorded,
-      calls that replayed a recording as one launch, and graphs that stopped recording
-      (work that cannot replay; see compiler/replay.py);
+    - recordings, replays, replay_refusals: graphs (inference, forward and backward) whose
+      launches were recorded, calls that replayed a recording as one launch, and graphs that
+      stopped recording (work that cannot replay; see compiler/replay.py);
     - graph_cache_hits: forward, backward and inference graphs that came back from
       AOTAutograd's cache on disk instead of being traced (compiler/graph_cache.py);
     - compile_seconds: time spent compiling;
@@ -140,29 +140,25 @@ def count_compilation(start, stats=None):
     _count("compile_seconds", time.perf_counter() - start)
 
 
-def runner(forward, kind, written):
+def runner(forward, kind):
     """The boxed callable AOTAutograd gets for a graph's forward function (which takes the
-    inputs as arguments); inference graphs replay their launches (replay.py), which needs
-    the indices of the inputs the graph writes."""
+    inputs as arguments): it replays the graph's launches from its third call on
+    (replay.py)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
-    boxed = make_boxed_func(forward)
-    if kind == "inference":
-        from .replay import Replayer
-        return Replayer(boxed, written, _count)
-    return boxed
+    from .replay import Replayer
+
+    return Replayer(make_boxed_func(forward), _count)
 
 
 def build(gm, kind):
     """An ATen graph -> the callable that runs it (fused), and what the cache keeps of it
     (graph_cache.Program; None when the graph fell back to the eager kernels)."""
     from .graph_cache import Program
-    from .replay import written_inputs
 
-    written = written_inputs(gm)  # before bind_fast_calls makes writes Tensor method calls
     gm, stats = _compile_graph(gm, kind)
-    program = Program.of(gm, kind, written, stats) if stats is not None else None
-    return runner(gm.forward, kind, written), program
+    program = Program.of(gm, kind, stats) if stats is not None else None
+    return runner(gm.forward, kind), program
 
 
 def _compiler(kind):
@@ -197,9 +193,9 @@ def neuron_backend(gm, example_inputs, **options):
 
     # keep_inference_input_mutations: an input the graph updates (a static KV cache) is
     # written by a copy_ inside the graph, where reinplace_input_updates can see it
-    # Inference graphs (nothing needs gradients) get their own compiler: only those replay
-    # their launches (compiler/replay.py); a training forward saves new activations each call.
-    # AOTAutograd's cache keeps the ATen graphs across processes (compiler/graph_cache.py).
+    # Inference graphs (nothing needs gradients) get their own compiler, so that a graph run
+    # with and without gradients compiles once each; every graph replays its launches
+    # (compiler/replay.py). AOTAutograd's cache keeps the ATen graphs across processes (compiler/graph_cache.py).
     decompositions = _decompositions()
     backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                            inference_compiler=_compiler("inference"),

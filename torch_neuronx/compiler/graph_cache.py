@@ -92,11 +92,10 @@ class Program:
     source: str     # FX's Python code for the graph: `def forward(self, <inputs>)`
     names: dict     # global name in source -> ("module", name) | ("kernel", spec, device) | ("value", object)
     constants: dict  # attribute of `self` -> (tensor on the CPU, device)
-    written: set    # indices of the inputs the graph writes
     stats: dict     # what the passes did (backend.get_dynamo_metrics), counted again on a hit
 
     @classmethod
-    def of(cls, gm, kind, written, stats):
+    def of(cls, gm, kind, stats):
         """The Program of a compiled GraphModule; None when it reads a constant that is not
         a tensor attribute (a subgraph of a higher-order op)."""
         from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -121,7 +120,7 @@ class Program:
                 return None
             with unset_fake_temporarily():  # the backend runs in AOTAutograd's fake mode
                 constants[node.target] = (value.detach().cpu(), str(value.device))
-        return cls(kind, source, names, constants, set(written), dict(stats))
+        return cls(kind, source, names, constants, dict(stats))
 
     def load(self):
         """The callable that runs the program (backend.runner), its kernels loaded."""
@@ -154,7 +153,7 @@ class Program:
             with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
                 f.write(self.source)
         count_compilation(start, stats)
-        return runner(functools.partial(env["forward"], attrs), self.kind, self.written)
+        return runner(functools.partial(env["forward"], attrs), self.kind)
 
 
 def enabled():

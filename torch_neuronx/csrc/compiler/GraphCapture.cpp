@@ -1,6 +1,7 @@
 // torch_neuronx._C.Capture: a recording of the launches a compiled graph makes on the current
-// stream, replayed as one task (tn/capture.h). torch_neuronx/compiler/replay.py decides when
-// a graph is recorded and replayed; this file only owns the C object.
+// stream, replayed as one task (tn/capture.h) with the graph's inputs wherever they are and its
+// outputs in fresh memory. torch_neuronx/compiler/replay.py decides when a graph is recorded
+// and replayed; this file owns the C object and the relocation of inputs and outputs.
 #include <torch/extension.h>
 
 #include <string>
@@ -12,11 +13,40 @@
 namespace torch_neuronx {
 namespace {
 
+// A relocated range: an input's storage, or the pool block of an output's storage.
+struct Range {
+  uintptr_t start = 0;
+  uint64_t bytes = 0;
+};
+
+// What a call's input must look like for the recording to replay on it.
+struct Input {
+  py::object value;  // set for inputs that are not tensors: the value they must have
+  at::Tensor host;   // a host tensor's value (read when its op was launched) must stay this
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  int range = -1;  // index in ranges_ (-1: no storage bytes)
+};
+
+// How a replay makes an output: a view of a fresh block, a view of an input's storage, or a
+// value that is not a tensor.
+struct Output {
+  py::object value;
+  at::Tensor host;  // a host tensor the recording made (from values fixed for a replay)
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  int range = -1;  // an output block (index in ranges_), or -1
+  int input = -1;  // else the input whose storage it views, or -1 (no storage bytes)
+};
+
 class Capture {
  public:
   // Starts recording the calling thread's launches on the current stream of `device`.
   explicit Capture(int device) {
     stream_ = current_stream(static_cast<c10::DeviceIndex>(device));
+    device_ = static_cast<c10::DeviceIndex>(device);
     check(tn_capture_begin(stream_, &capture_));
   }
   ~Capture() { tn_capture_destroy(capture_); }
@@ -24,52 +54,168 @@ class Capture {
   Capture& operator=(const Capture&) = delete;
 
   void end() { check(tn_capture_end(capture_)); }
-  void replay() { check(tn_capture_replay(capture_)); }
   bool replayable() const { return tn_capture_replayable(capture_) != 0; }
   std::string reason() const { return tn_capture_reason(capture_); }
   int64_t launches() const { return tn_capture_launches(capture_); }
-  bool owns(uintptr_t ptr) const { return tn_capture_owns(capture_, reinterpret_cast<void*>(ptr)) != 0; }
-  bool on_current_stream() const { return current_stream(tn_stream_device(stream_)) == stream_; }
+  int64_t relocated_words() const { return words_; }
 
-  // What a replay's inputs must be: the address of each tensor input, the value of each other
-  // input, except at the indices in `free` (inputs copied into the graph's buffers).
-  void expect(const py::list& inputs, const std::vector<int64_t>& free) {
-    expected_.assign(inputs.size(), Expected{});
+  // Before the graph runs (its boxed call may clear the list): what each input is. Inputs
+  // sharing a storage share one range.
+  void bind_inputs(const py::list& inputs) {
+    inputs_.assign(inputs.size(), Input{});
+    ranges_.clear();
     for (size_t i = 0; i < inputs.size(); i++) {
       py::handle x = inputs[i];
-      if (THPVariable_Check(x.ptr()))
-        expected_[i].ptr = THPVariable_Unpack(x.ptr()).data_ptr();
-      else
-        expected_[i].value = py::reinterpret_borrow<py::object>(x);
+      Input& in = inputs_[i];
+      if (!THPVariable_Check(x.ptr())) {
+        in.value = py::reinterpret_borrow<py::object>(x);
+        continue;
+      }
+      const at::Tensor& t = THPVariable_Unpack(x.ptr());
+      describe(t, in.dtype, in.sizes, in.strides, in.offset);
+      if (t.device().is_cpu()) {
+        in.host = t.clone();
+        continue;
+      }
+      TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "capture input ", i, " is on ", t.device());
+      const c10::Storage& s = t.storage();
+      if (s.nbytes() == 0) continue;
+      in.range = range_of(reinterpret_cast<uintptr_t>(s.data()), s.nbytes());
     }
-    for (int64_t i : free)
-      if (i >= 0 && static_cast<size_t>(i) < expected_.size()) expected_[i].free = true;
+    input_ranges_ = ranges_.size();
   }
 
-  // True if `inputs` are where (and what) expect() recorded, on the recorded stream.
+  // After end(): relocates the inputs' storages and the pool blocks of the outputs. Returns
+  // "" when the recording now replays with any inputs that match(), else why it cannot.
+  std::string relocate(const py::list& outputs) {
+    ranges_.resize(input_ranges_);
+    outputs_.assign(outputs.size(), Output{});
+    for (size_t i = 0; i < outputs.size(); i++) {
+      py::handle x = outputs[i];
+      Output& out = outputs_[i];
+      if (!THPVariable_Check(x.ptr())) {
+        out.value = py::reinterpret_borrow<py::object>(x);
+        continue;
+      }
+      const at::Tensor& t = THPVariable_Unpack(x.ptr());
+      describe(t, out.dtype, out.sizes, out.strides, out.offset);
+      if (t.device().is_cpu()) {
+        out.host = t.clone();
+        continue;
+      }
+      const c10::Storage& s = t.storage();
+      if (s.nbytes() == 0) continue;
+      uintptr_t start = reinterpret_cast<uintptr_t>(s.data());
+      for (size_t k = 0; k < inputs_.size() && out.input < 0; k++)
+        if (inputs_[k].range >= 0 && ranges_[inputs_[k].range].start == start) out.input = static_cast<int>(k);
+      if (out.input >= 0) continue;
+      uint64_t block = tn_capture_block_bytes(capture_, s.data());
+      if (block == 0) return "output " + std::to_string(i) + " is neither computed by the graph nor an input";
+      out.range = range_of(start, block);
+    }
+    std::vector<uintptr_t> start;
+    std::vector<uint64_t> bytes;
+    for (const Range& r : ranges_) start.push_back(r.start), bytes.push_back(r.bytes);
+    tn_status st = tn_capture_relocate(capture_, static_cast<int32_t>(ranges_.size()), start.data(),
+                                       bytes.data(), &words_);
+    return st == TN_STATUS_OK ? "" : tn_last_error();
+  }
+
+  // True if `inputs` match the recording's (values, dtypes, shapes, strides, storage offsets,
+  // which inputs share a storage, storages at least as large; a host tensor's values) on the
+  // recorded stream.
   bool matches(const py::list& inputs) const {
-    if (inputs.size() != expected_.size() || !on_current_stream()) return false;
+    if (inputs.size() != inputs_.size() || current_stream(device_) != stream_) return false;
+    std::vector<uintptr_t> start(input_ranges_, 0);
     for (size_t i = 0; i < inputs.size(); i++) {
-      const Expected& e = expected_[i];
-      if (e.free) continue;
+      const Input& e = inputs_[i];
       py::handle x = inputs[i];
       if (e.value) {
         if (THPVariable_Check(x.ptr()) || !e.value.equal(x)) return false;
-      } else if (!THPVariable_Check(x.ptr()) || THPVariable_Unpack(x.ptr()).data_ptr() != e.ptr) {
-        return false;
+        continue;
       }
+      if (!THPVariable_Check(x.ptr())) return false;
+      const at::Tensor& t = THPVariable_Unpack(x.ptr());
+      if (e.host.defined()) {
+        if (!t.device().is_cpu() || t.scalar_type() != e.dtype || t.sizes() != e.host.sizes() || !at::equal(t, e.host))
+          return false;
+        continue;
+      }
+      if (t.device() != c10::Device(c10::DeviceType::PrivateUse1, device_) || t.scalar_type() != e.dtype ||
+          t.sizes() != c10::IntArrayRef(e.sizes) || t.strides() != c10::IntArrayRef(e.strides) ||
+          t.storage_offset() != e.offset)
+        return false;
+      if (e.range < 0) continue;
+      const c10::Storage& s = t.storage();
+      uintptr_t p = reinterpret_cast<uintptr_t>(s.data());
+      if (s.nbytes() < ranges_[e.range].bytes || p == 0) return false;
+      if (start[e.range] == 0) start[e.range] = p;
+      else if (start[e.range] != p) return false;  // inputs that shared a storage no longer do
     }
     return true;
   }
 
+  // Enqueues the recording with the inputs where they are now and the output blocks freshly
+  // allocated; returns the outputs. The inputs must match().
+  py::list replay(const py::list& inputs) {
+    std::vector<uintptr_t> start(ranges_.size(), 0);
+    std::vector<c10::Storage> storages(ranges_.size());
+    for (size_t i = 0; i < inputs_.size(); i++)
+      if (inputs_[i].range >= 0)
+        storages[inputs_[i].range] = THPVariable_Unpack(py::handle(inputs[i]).ptr()).storage();
+    at::TensorOptions bytes_on_device = at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1, device_);
+    for (size_t r = input_ranges_; r < ranges_.size(); r++)
+      storages[r] = at::empty({static_cast<int64_t>(ranges_[r].bytes)}, bytes_on_device).storage();
+    for (size_t r = 0; r < ranges_.size(); r++) start[r] = reinterpret_cast<uintptr_t>(storages[r].data());
+    check(tn_capture_replay_at(capture_, static_cast<int32_t>(start.size()), start.data()));
+    py::list result;
+    for (const Output& out : outputs_) {
+      if (out.value) {
+        result.append(out.value);
+        continue;
+      }
+      if (out.host.defined()) {
+        result.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(out.host.clone())));
+        continue;
+      }
+      at::TensorOptions options = at::TensorOptions().dtype(out.dtype).device(c10::DeviceType::PrivateUse1, device_);
+      at::Tensor t;
+      if (out.range < 0 && out.input < 0) {
+        t = at::empty_strided(out.sizes, out.strides, options);
+      } else {
+        const c10::Storage& s = out.range >= 0 ? storages[out.range]
+                                               : THPVariable_Unpack(py::handle(inputs[out.input]).ptr()).storage();
+        t = at::empty({0}, options).set_(s, out.offset, out.sizes, out.strides);
+      }
+      result.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(t)));
+    }
+    return result;
+  }
+
  private:
-  struct Expected {
-    void* ptr = nullptr;
-    py::object value;  // set for inputs that are not tensors
-    bool free = false;
-  };
-  std::vector<Expected> expected_;
+  static void describe(const at::Tensor& t, at::ScalarType& dtype, std::vector<int64_t>& sizes,
+                       std::vector<int64_t>& strides, int64_t& offset) {
+    dtype = t.scalar_type();
+    sizes = t.sizes().vec();
+    strides = t.strides().vec();
+    offset = t.storage_offset();
+  }
+
+  // The range starting at `start` (added when new).
+  int range_of(uintptr_t start, uint64_t bytes) {
+    for (size_t r = 0; r < ranges_.size(); r++)
+      if (ranges_[r].start == start) return static_cast<int>(r);
+    ranges_.push_back(Range{start, bytes});
+    return static_cast<int>(ranges_.size() - 1);
+  }
+
+  std::vector<Input> inputs_;
+  std::vector<Output> outputs_;
+  std::vector<Range> ranges_;  // the inputs' storages, then the outputs' blocks
+  size_t input_ranges_ = 0;
+  int64_t words_ = 0;
   tn_stream_t stream_ = nullptr;
+  c10::DeviceIndex device_ = 0;
   tn_capture_t capture_ = nullptr;
 };
 
@@ -79,14 +225,14 @@ void register_capture(py::module& m) {
   py::class_<Capture>(m, "Capture")
       .def(py::init<int>())
       .def("end", &Capture::end)
-      .def("replay", &Capture::replay)
-      .def("owns", &Capture::owns)
-      .def("on_current_stream", &Capture::on_current_stream)
-      .def("expect", &Capture::expect)
+      .def("bind_inputs", &Capture::bind_inputs)
+      .def("relocate", &Capture::relocate)
       .def("matches", &Capture::matches)
+      .def("replay", &Capture::replay)
       .def_property_readonly("replayable", &Capture::replayable)
       .def_property_readonly("reason", &Capture::reason)
-      .def_property_readonly("launches", &Capture::launches);
+      .def_property_readonly("launches", &Capture::launches)
+      .def_property_readonly("relocated_words", &Capture::relocated_words);
 }
 
 }  // namespace torch_neuronx
