@@ -22,6 +22,17 @@ class Build(BuildExtension):
 
 sources = sorted(glob.glob("torch_neuronx/csrc/**/*.cpp", recursive=True))
 
+
+def zero_init_flags():
+    """-ftrivial-auto-var-init=zero when the C++ compiler has it: the glue builds the structs
+    it hands the runtime on the stack, and a recording reads their bytes word by word (see
+    TN_TASKS_ZEROED in src/runtime/internal.h), so their padding must be zero."""
+    cxx = os.environ.get("CXX", "c++")
+    probe = subprocess.run([cxx, "-ftrivial-auto-var-init=zero", "-Werror", "-x", "c++", "-fsyntax-only", "-"],
+                           input=b"", capture_output=True)
+    return ["-ftrivial-auto-var-init=zero"] if probe.returncode == 0 else []
+
+
 setup(
     ext_modules=[
         CppExtension(
@@ -31,7 +42,7 @@ setup(
             extra_objects=[os.path.join(ROOT, "build", "libtn.a")],
             # relink whenever the C library or a public header changes
             depends=[os.path.join(ROOT, "build", "libtn.a")] + glob.glob(os.path.join(ROOT, "include", "tn", "*.h")),
-            extra_compile_args=["-O2", "-Wno-unused-parameter"],
+            extra_compile_args=["-O2", "-Wno-unused-parameter"] + zero_init_flags(),
             libraries=["m"],
         )
     ],

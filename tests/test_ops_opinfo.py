@@ -60,6 +60,7 @@ OP_NAMES = [
     "tanh", "sigmoid", "nn.functional.silu", "nn.functional.gelu", "nn.functional.relu", "neg",
     "abs", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "where", "clamp", "masked_fill", "lerp", "addcmul", "addcdiv",
+    "log2", "log10", "exp2", "expm1", "log1p",
     # reductions, scans, softmax, sorting
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "var", "std",
     "var_mean", "std_mean", "norm", "linalg.vector_norm", "all", "any", "cumsum", "logsumexp",
@@ -87,7 +88,8 @@ OP_NAMES = [
     # the other _foreach_ ops neuron launches once per list
     "_foreach_sub", "_foreach_exp", "_foreach_neg", "_foreach_abs", "_foreach_reciprocal",
     "_foreach_sigmoid", "_foreach_tanh", "_foreach_minimum", "_foreach_clamp_min", "_foreach_clamp_max",
-    "_foreach_expm1", "_foreach_log", "_foreach_log1p", "_foreach_rsqrt", "_foreach_sin", "_foreach_cos",
+    "_foreach_expm1", "_foreach_log", "_foreach_log1p", "_foreach_log2", "_foreach_log10",
+    "_foreach_rsqrt", "_foreach_sin", "_foreach_cos",
     "_foreach_erf", "_foreach_floor", "_foreach_ceil", "_foreach_round", "_foreach_trunc", "_foreach_sign",
     "_foreach_pow", "_foreach_zero", "_foreach_copy",
 ]

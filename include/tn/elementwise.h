@@ -49,6 +49,9 @@ typedef enum tn_unary_op {
     TN_UNARY_LOGICAL_NOT,
     TN_UNARY_BITWISE_NOT,
     TN_UNARY_ERFINV, /* inverse of erf on (-1, 1); +-inf at +-1, NaN outside */
+    TN_UNARY_LOG2,
+    TN_UNARY_LOG10,
+    TN_UNARY_EXP2,
     TN_UNARY_COUNT_
 } tn_unary_op;
 

@@ -74,6 +74,9 @@ static double unary_double(tn_unary_op op, double x) {
     case TN_UNARY_EXPM1: return expm1(x);
     case TN_UNARY_LOG: return log(x);
     case TN_UNARY_LOG1P: return log1p(x);
+    case TN_UNARY_LOG2: return log2(x);
+    case TN_UNARY_LOG10: return log10(x);
+    case TN_UNARY_EXP2: return exp2(x);
     case TN_UNARY_SQRT: return sqrt(x);
     case TN_UNARY_RSQRT: return 1.0 / sqrt(x);
     case TN_UNARY_RECIPROCAL: return 1.0 / x;

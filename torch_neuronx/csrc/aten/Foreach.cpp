@@ -52,6 +52,10 @@
 #include <ATen/ops/_foreach_log_ops.h>
 #include <ATen/ops/_foreach_log1p_native.h>
 #include <ATen/ops/_foreach_log1p_ops.h>
+#include <ATen/ops/_foreach_log2_native.h>
+#include <ATen/ops/_foreach_log2_ops.h>
+#include <ATen/ops/_foreach_log10_native.h>
+#include <ATen/ops/_foreach_log10_ops.h>
 #include <ATen/ops/_foreach_rsqrt_native.h>
 #include <ATen/ops/_foreach_rsqrt_ops.h>
 #include <ATen/ops/_foreach_sin_native.h>
@@ -490,6 +494,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TN_UNARY(expm1, TN_UNARY_EXPM1)
   TN_UNARY(log, TN_UNARY_LOG)
   TN_UNARY(log1p, TN_UNARY_LOG1P)
+  TN_UNARY(log2, TN_UNARY_LOG2)
+  TN_UNARY(log10, TN_UNARY_LOG10)
   TN_UNARY(rsqrt, TN_UNARY_RSQRT)
   TN_UNARY(sin, TN_UNARY_SIN)
   TN_UNARY(cos, TN_UNARY_COS)

@@ -7,11 +7,14 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/erf.h>
 #include <ATen/ops/exp.h>
+#include <ATen/ops/exp2.h>
 #include <ATen/ops/expm1.h>
 #include <ATen/ops/floor.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/log.h>
+#include <ATen/ops/log10.h>
 #include <ATen/ops/log1p.h>
+#include <ATen/ops/log2.h>
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/neg.h>
 #include <ATen/ops/reciprocal.h>
@@ -263,6 +266,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("expm1.out", float_out<at::_ops::expm1_out, TN_UNARY_EXPM1>);
   m.impl("log.out", float_out<at::_ops::log_out, TN_UNARY_LOG>);
   m.impl("log1p.out", float_out<at::_ops::log1p_out, TN_UNARY_LOG1P>);
+  m.impl("log2.out", float_out<at::_ops::log2_out, TN_UNARY_LOG2>);
+  m.impl("log10.out", float_out<at::_ops::log10_out, TN_UNARY_LOG10>);
+  m.impl("exp2.out", float_out<at::_ops::exp2_out, TN_UNARY_EXP2>);
   m.impl("sqrt.out", float_out<at::_ops::sqrt_out, TN_UNARY_SQRT>);
   m.impl("rsqrt.out", float_out<at::_ops::rsqrt_out, TN_UNARY_RSQRT>);
   m.impl("reciprocal.out", float_out<at::_ops::reciprocal_out, TN_UNARY_RECIPROCAL>);
