@@ -84,6 +84,7 @@ typedef enum tn_binary_op {
     TN_BINARY_SILU_BACKWARD,      /* b is silu's input */
     TN_BINARY_GELU_BACKWARD,      /* b is gelu's input (erf form) */
     TN_BINARY_GELU_TANH_BACKWARD, /* b is gelu's input (tanh form) */
+    TN_BINARY_XLOGY,              /* a * log(b); 0 where a == 0, NaN where b is NaN */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

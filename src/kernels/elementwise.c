@@ -148,6 +148,7 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_MAXIMUM: return (a != a || b != b) ? a + b : (a > b ? a : b);
     case TN_BINARY_MINIMUM: return (a != a || b != b) ? a + b : (a < b ? a : b);
     case TN_BINARY_POW: return pow(a, b);
+    case TN_BINARY_XLOGY: return b != b ? b : (a == 0 ? 0.0 : a * log(b));
     case TN_BINARY_THRESHOLD_BACKWARD: return b <= alpha ? 0.0 : a;
     case TN_BINARY_SIGMOID_BACKWARD: return a * (1.0 - b) * b;
     case TN_BINARY_TANH_BACKWARD: return a * (1.0 - b * b);

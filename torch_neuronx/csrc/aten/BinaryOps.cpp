@@ -8,6 +8,7 @@
 #include <ATen/ops/bitwise_or.h>
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/xlogy.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/result_type.h>
@@ -102,6 +103,11 @@ Tensor& sub_out(const Tensor& self, const Tensor& other, const c10::Scalar& alph
 Tensor& div_out(const Tensor& self, const Tensor& other, Tensor& out) {
   auto iter = TensorIterator::binary_float_op(out, self, other);
   return binary<at::_ops::div_out>(TN_BINARY_DIV, iter, out, 1, self, other, out);
+}
+
+Tensor& xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::binary_float_op(out, self, other);
+  return binary<at::_ops::xlogy_OutTensor>(TN_BINARY_XLOGY, iter, out, 1, self, other, out);
 }
 
 Tensor& div_mode_out(const Tensor& self, const Tensor& other,
@@ -256,6 +262,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul.out", mul_out);
   m.impl("div.out", div_out);
   m.impl("div.out_mode", div_mode_out);
+  m.impl("xlogy.OutTensor", xlogy_out);
   m.impl("maximum.out", same_type_out<at::_ops::maximum_out, TN_BINARY_MAXIMUM>);
   m.impl("minimum.out", same_type_out<at::_ops::minimum_out, TN_BINARY_MINIMUM>);
   m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
