@@ -19,27 +19,46 @@ struct Range {
   uint64_t bytes = 0;
 };
 
-// What a call's input must look like for the recording to replay on it.
-struct Input {
-  py::object value;  // set for inputs that are not tensors: the value they must have
-  at::Tensor host;   // a host tensor's value (read when its op was launched) must stay this
+// An input or output as the recording saw it: a value that is not a tensor, a host tensor
+// (its value), or a device tensor's dtype, shape, strides and storage offset.
+struct Seen {
+  py::object value;
+  at::Tensor host;
   at::ScalarType dtype = at::kFloat;
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
+};
+
+// What a call's input must look like for the recording to replay on it (a host tensor's value,
+// read when its op was launched, must stay the recorded one).
+struct Input : Seen {
   int range = -1;  // index in ranges_ (-1: no storage bytes)
 };
 
-// How a replay makes an output: a view of a fresh block, a view of an input's storage, or a
-// value that is not a tensor.
-struct Output {
-  py::object value;
-  at::Tensor host;  // a host tensor the recording made (from values fixed for a replay)
-  at::ScalarType dtype = at::kFloat;
-  std::vector<int64_t> sizes, strides;
-  int64_t offset = 0;
+// How a replay makes an output: a view of a fresh block, a view of an input's storage, the
+// recorded host tensor (made from values fixed for a replay), or a value that is not a tensor.
+struct Output : Seen {
   int range = -1;  // an output block (index in ranges_), or -1
   int input = -1;  // else the input whose storage it views, or -1 (no storage bytes)
 };
+
+// Fills `seen` from x; returns x's device tensor, or nullptr when x is not one.
+const at::Tensor* see(py::handle x, Seen& seen) {
+  if (!THPVariable_Check(x.ptr())) {
+    seen.value = py::reinterpret_borrow<py::object>(x);
+    return nullptr;
+  }
+  const at::Tensor& t = THPVariable_Unpack(x.ptr());
+  seen.dtype = t.scalar_type();
+  seen.sizes = t.sizes().vec();
+  seen.strides = t.strides().vec();
+  seen.offset = t.storage_offset();
+  if (t.device().is_cpu()) {
+    seen.host = t.clone();
+    return nullptr;
+  }
+  return &t;
+}
 
 class Capture {
  public:
@@ -65,22 +84,11 @@ class Capture {
     inputs_.assign(inputs.size(), Input{});
     ranges_.clear();
     for (size_t i = 0; i < inputs.size(); i++) {
-      py::handle x = inputs[i];
-      Input& in = inputs_[i];
-      if (!THPVariable_Check(x.ptr())) {
-        in.value = py::reinterpret_borrow<py::object>(x);
-        continue;
-      }
-      const at::Tensor& t = THPVariable_Unpack(x.ptr());
-      describe(t, in.dtype, in.sizes, in.strides, in.offset);
-      if (t.device().is_cpu()) {
-        in.host = t.clone();
-        continue;
-      }
-      TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "capture input ", i, " is on ", t.device());
-      const c10::Storage& s = t.storage();
-      if (s.nbytes() == 0) continue;
-      in.range = range_of(reinterpret_cast<uintptr_t>(s.data()), s.nbytes());
+      const at::Tensor* t = see(inputs[i], inputs_[i]);
+      if (!t) continue;
+      TORCH_CHECK(t->device().type() == c10::DeviceType::PrivateUse1, "capture input ", i, " is on ", t->device());
+      const c10::Storage& s = t->storage();
+      if (s.nbytes() > 0) inputs_[i].range = range_of(reinterpret_cast<uintptr_t>(s.data()), s.nbytes());
     }
     input_ranges_ = ranges_.size();
   }
@@ -91,19 +99,10 @@ class Capture {
     ranges_.resize(input_ranges_);
     outputs_.assign(outputs.size(), Output{});
     for (size_t i = 0; i < outputs.size(); i++) {
-      py::handle x = outputs[i];
       Output& out = outputs_[i];
-      if (!THPVariable_Check(x.ptr())) {
-        out.value = py::reinterpret_borrow<py::object>(x);
-        continue;
-      }
-      const at::Tensor& t = THPVariable_Unpack(x.ptr());
-      describe(t, out.dtype, out.sizes, out.strides, out.offset);
-      if (t.device().is_cpu()) {
-        out.host = t.clone();
-        continue;
-      }
-      const c10::Storage& s = t.storage();
+      const at::Tensor* t = see(outputs[i], out);
+      if (!t) continue;
+      const c10::Storage& s = t->storage();
       if (s.nbytes() == 0) continue;
       uintptr_t start = reinterpret_cast<uintptr_t>(s.data());
       for (size_t k = 0; k < inputs_.size() && out.input < 0; k++)
@@ -193,14 +192,6 @@ class Capture {
   }
 
  private:
-  static void describe(const at::Tensor& t, at::ScalarType& dtype, std::vector<int64_t>& sizes,
-                       std::vector<int64_t>& strides, int64_t& offset) {
-    dtype = t.scalar_type();
-    sizes = t.sizes().vec();
-    strides = t.strides().vec();
-    offset = t.storage_offset();
-  }
-
   // The range starting at `start` (added when new).
   int range_of(uintptr_t start, uint64_t bytes) {
     for (size_t r = 0; r < ranges_.size(); r++)
