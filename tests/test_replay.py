@@ -212,3 +212,34 @@ def test_written_inputs_that_move_are_updated_in_place():
                 torch.testing.assert_close(got.cpu(), want, **TOL)
         m = get_dynamo_metrics()
         assert m["graph_cache_hits"] == hits and m["replays"] == 3 and m["replay_refusals"] == 0, m
+
+
+def test_llama_training_with_adamw_replays():
+    """A tiny Llama trained compiled (AdamW, clip_grad_norm_ between steps): its forward and
+    backward graphs replay from the third step, and every step's loss follows the CPU's."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def losses(device, compile_):
+        torch.manual_seed(0)
+        config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, vocab_size=200)
+        model = LlamaForCausalLM(config).to(device).train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        run = compiled(model) if compile_ else model
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for _ in range(5):
+            ids = torch.randint(0, 200, (2, 16), generator=g).to(device)
+            opt.zero_grad(set_to_none=True)
+            loss = run(ids, labels=ids).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            out.append(loss.detach().cpu())
+        return torch.stack(out)
+
+    want = losses("cpu", False)
+    got = losses("neuron", True)
+    torch.testing.assert_close(got, want, **TOL)
+    m = get_dynamo_metrics()
+    assert m["recordings"] == 2 and m["replays"] == 6 and m["replay_refusals"] == 0, m
