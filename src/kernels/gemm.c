@@ -5,7 +5,8 @@
  * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel, in the order the ISA
  * table asks (gemm_a_panel_outer): each B panel down the A block (the B panel stays in L1, the
  * A block in L2), or each A panel across the B block (the A panel in L1, the B block in L2).
- * Edge tiles go through a small buffer. Threads split the batch when it is large enough, else the larger of m and n.
+ * Edge tiles go through a small buffer. Threads split the batch when it is large enough, else
+ * the larger of m and n.
  * Small m uses no packing (it would cost more than it saves): dot products when B's columns
  * are contiguous (x @ W.T with W row-major, nn.Linear), scaled row sums when B's rows are.
  *

@@ -123,6 +123,13 @@ uint64_t tn_capture_block_bytes(tn_capture_t c, const void *ptr) {
     return c && ptr ? tn_memory_pool_block_bytes(&c->pool, ptr) : 0;
 }
 
+static void drop_relocations(struct tn_capture *c) {
+    free(c->relocations);
+    c->relocations = NULL;
+    c->relocated = 0;
+    c->ranges = 0;
+}
+
 typedef struct range_index {
     uintptr_t start, end;
     int32_t range;
@@ -170,10 +177,7 @@ tn_status tn_capture_relocate(tn_capture_t c, int32_t count, const uintptr_t *st
     if (!sorted) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to relocate a capture");
     for (int32_t i = 0; i < count; i++) sorted[i] = (range_index){start[i], start[i] + bytes[i], i};
     qsort(sorted, (size_t)count, sizeof *sorted, by_start);
-    free(c->relocations);
-    c->relocations = NULL;
-    c->relocated = 0;
-    c->ranges = 0;
+    drop_relocations(c);
     tn_status st = TN_STATUS_OK;
     for (int32_t i = 1; i < count && st == TN_STATUS_OK; i++)
         if (sorted[i].start < sorted[i - 1].end)
@@ -182,9 +186,7 @@ tn_status tn_capture_relocate(tn_capture_t c, int32_t count, const uintptr_t *st
     if (st == TN_STATUS_OK) st = find_relocations(c, sorted, count);
     free(sorted);
     if (st != TN_STATUS_OK) {
-        free(c->relocations);
-        c->relocations = NULL;
-        c->relocated = 0;
+        drop_relocations(c);
         return st;
     }
     c->ranges = count;
@@ -253,7 +255,7 @@ void tn_capture_destroy(tn_capture_t c) {
     tn_memory_release_pool(&c->pool);
     free(c->launches);
     free(c->args);
-    free(c->relocations);
+    drop_relocations(c);
     free(c->scratch);
     free(c);
 }

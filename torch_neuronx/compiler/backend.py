@@ -140,7 +140,7 @@ def count_compilation(start, stats=None):
     _count("compile_seconds", time.perf_counter() - start)
 
 
-def runner(forward, kind):
+def runner(forward):
     """The boxed callable AOTAutograd gets for a graph's forward function (which takes the
     inputs as arguments): it replays the graph's launches from its third call on
     (replay.py)."""
@@ -158,7 +158,7 @@ def build(gm, kind):
 
     gm, stats = _compile_graph(gm, kind)
     program = Program.of(gm, kind, stats) if stats is not None else None
-    return runner(gm.forward, kind), program
+    return runner(gm.forward), program
 
 
 def _compiler(kind):
@@ -195,7 +195,8 @@ def neuron_backend(gm, example_inputs, **options):
     # written by a copy_ inside the graph, where reinplace_input_updates can see it
     # Inference graphs (nothing needs gradients) get their own compiler, so that a graph run
     # with and without gradients compiles once each; every graph replays its launches
-    # (compiler/replay.py). AOTAutograd's cache keeps the ATen graphs across processes (compiler/graph_cache.py).
+    # (compiler/replay.py). AOTAutograd's cache keeps the ATen graphs across processes
+    # (compiler/graph_cache.py).
     decompositions = _decompositions()
     backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                            inference_compiler=_compiler("inference"),

@@ -153,7 +153,7 @@ class Program:
             with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
                 f.write(self.source)
         count_compilation(start, stats)
-        return runner(functools.partial(env["forward"], attrs), self.kind)
+        return runner(functools.partial(env["forward"], attrs))
 
 
 def enabled():

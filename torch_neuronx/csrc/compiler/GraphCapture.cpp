@@ -35,11 +35,10 @@ struct Input : Seen {
   int range = -1;  // index in ranges_ (-1: no storage bytes)
 };
 
-// How a replay makes an output: a view of a fresh block, a view of an input's storage, the
-// recorded host tensor (made from values fixed for a replay), or a value that is not a tensor.
+// How a replay makes an output: a view of a fresh block or of an input's storage, the recorded
+// host tensor (made from values fixed for a replay), or a value that is not a tensor.
 struct Output : Seen {
-  int range = -1;  // an output block (index in ranges_), or -1
-  int input = -1;  // else the input whose storage it views, or -1 (no storage bytes)
+  int range = -1;  // the output block or input storage it views (index in ranges_; -1: no bytes)
 };
 
 // Fills `seen` from x; returns x's device tensor, or nullptr when x is not one.
@@ -88,7 +87,10 @@ class Capture {
       if (!t) continue;
       TORCH_CHECK(t->device().type() == c10::DeviceType::PrivateUse1, "capture input ", i, " is on ", t->device());
       const c10::Storage& s = t->storage();
-      if (s.nbytes() > 0) inputs_[i].range = range_of(reinterpret_cast<uintptr_t>(s.data()), s.nbytes());
+      if (s.nbytes() == 0) continue;
+      uintptr_t start = reinterpret_cast<uintptr_t>(s.data());
+      inputs_[i].range = find_range(start);
+      if (inputs_[i].range < 0) inputs_[i].range = add_range(start, s.nbytes());
     }
     input_ranges_ = ranges_.size();
   }
@@ -105,12 +107,11 @@ class Capture {
       const c10::Storage& s = t->storage();
       if (s.nbytes() == 0) continue;
       uintptr_t start = reinterpret_cast<uintptr_t>(s.data());
-      for (size_t k = 0; k < inputs_.size() && out.input < 0; k++)
-        if (inputs_[k].range >= 0 && ranges_[inputs_[k].range].start == start) out.input = static_cast<int>(k);
-      if (out.input >= 0) continue;
+      out.range = find_range(start);  // an input's storage, or a block an earlier output views
+      if (out.range >= 0) continue;
       uint64_t block = tn_capture_block_bytes(capture_, s.data());
       if (block == 0) return "output " + std::to_string(i) + " is neither computed by the graph nor an input";
-      out.range = range_of(start, block);
+      out.range = add_range(start, block);
     }
     std::vector<uintptr_t> start;
     std::vector<uint64_t> bytes;
@@ -179,23 +180,24 @@ class Capture {
       }
       at::TensorOptions options = at::TensorOptions().dtype(out.dtype).device(c10::DeviceType::PrivateUse1, device_);
       at::Tensor t;
-      if (out.range < 0 && out.input < 0) {
+      if (out.range < 0)
         t = at::empty_strided(out.sizes, out.strides, options);
-      } else {
-        const c10::Storage& s = out.range >= 0 ? storages[out.range]
-                                               : THPVariable_Unpack(py::handle(inputs[out.input]).ptr()).storage();
-        t = at::empty({0}, options).set_(s, out.offset, out.sizes, out.strides);
-      }
+      else
+        t = at::empty({0}, options).set_(storages[out.range], out.offset, out.sizes, out.strides);
       result.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(t)));
     }
     return result;
   }
 
  private:
-  // The range starting at `start` (added when new).
-  int range_of(uintptr_t start, uint64_t bytes) {
+  // The index of the range starting at `start`, or -1.
+  int find_range(uintptr_t start) const {
     for (size_t r = 0; r < ranges_.size(); r++)
       if (ranges_[r].start == start) return static_cast<int>(r);
+    return -1;
+  }
+
+  int add_range(uintptr_t start, uint64_t bytes) {
     ranges_.push_back(Range{start, bytes});
     return static_cast<int>(ranges_.size() - 1);
   }
