@@ -98,7 +98,7 @@ build/san/%.o: %.c
 	$(CC) $(CFLAGS_SAN) $(TASK_FLAGS) -Isrc -MMD -MP -c $< -o $@
 
 $(TEST_BIN): $(SAN_OBJS) $(TEST_SRCS:%.c=build/san/%.o)
-	$(CC) $(CFLAGS_SAN) $^ -o $@ -lm
+	$(CC) $(CFLAGS_SAN) $^ -o $@ -lm -Wl,--build-id=sha1
 
 test-c: $(TEST_BIN) check-headers check-kernel-loops
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(TEST_BIN)

@@ -43,6 +43,8 @@ setup(
             # relink whenever the C library or a public header changes
             depends=[os.path.join(ROOT, "build", "libtn.a")] + glob.glob(os.path.join(ROOT, "include", "tn", "*.h")),
             extra_compile_args=["-O2", "-Wno-unused-parameter"] + zero_init_flags(),
+            # a build ID names this build in saved replay plans (tn/capture.h)
+            extra_link_args=["-Wl,--build-id=sha1"],
             libraries=["m"],
         )
     ],

@@ -192,7 +192,8 @@ def test_host_scalar_inputs_replay_while_their_value_holds():
 def test_written_inputs_that_move_are_updated_in_place():
     """A graph that updates an input in place (through copy_ or index_copy_, which the fast
     calls bind to Tensor methods): when a new tensor comes every call, the replay writes it
-    there. The same holds for the graph loaded back from the cache."""
+    there. The same holds for the graph loaded back from the cache, which loads the plan saved
+    with it and replays from its first call."""
     def f(b, x):
         b.mul_(2.0).add_(x)
         b.index_copy_(0, torch.tensor([1], device=b.device), x[:1] * 3.0)
@@ -211,7 +212,8 @@ def test_written_inputs_that_move_are_updated_in_place():
                 torch.testing.assert_close(bn.cpu(), b, **TOL)
                 torch.testing.assert_close(got.cpu(), want, **TOL)
         m = get_dynamo_metrics()
-        assert m["graph_cache_hits"] == hits and m["replays"] == 3 and m["replay_refusals"] == 0, m
+        assert m["graph_cache_hits"] == hits and m["plans_loaded"] == hits and m["replay_refusals"] == 0, m
+        assert m["replays"] == (5 if hits else 3) and m["recordings"] == 1 - hits, m
 
 
 def test_llama_training_with_adamw_replays():
@@ -243,3 +245,80 @@ def test_llama_training_with_adamw_replays():
     torch.testing.assert_close(got, want, **TOL)
     m = get_dynamo_metrics()
     assert m["recordings"] == 2 and m["replays"] == 6 and m["replay_refusals"] == 0, m
+
+
+PLAN_SCRIPT = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import torch, torch_neuronx
+from torch_neuronx.compiler import get_dynamo_metrics
+from test_compile import Block, pair
+
+class Net(Block):
+    def forward(self, x):
+        pos = torch.arange(x.shape[-1], device=x.device, dtype=x.dtype) * 0.01  # a folded constant
+        return super().forward(x + pos)
+
+cpu, dev = pair(Net)
+run = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
+opt_cpu, opt_dev = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (cpu, dev))
+torch.manual_seed(1)
+losses = []
+for step in range(5):
+    x = torch.randn(8, 32)
+    for model, fn, opt, device in ((cpu, cpu, opt_cpu, "cpu"), (dev, run, opt_dev, "neuron")):
+        opt.zero_grad()
+        loss = fn(x.to(device)).square().mean()
+        loss.backward()
+        opt.step()
+        if device == "neuron":
+            losses.append(loss.item())
+        else:
+            ref = loss.item()
+    torch.testing.assert_close(losses[-1], ref, rtol=1e-4, atol=1e-5)
+with torch.no_grad():
+    for _ in range(4):
+        x = torch.randn(8, 32)
+        got = run(x.to("neuron"))
+        torch.testing.assert_close(got.cpu(), cpu(x), rtol=1e-4, atol=1e-4)
+        losses.append(got.sum().item())
+m = get_dynamo_metrics()
+print(json.dumps(dict(losses=losses, **{{k: m[k] for k in ("recordings", "replays", "plans_saved",
+                                                         "plans_loaded", "graph_cache_hits")}})))
+"""
+
+
+def test_plans_replay_in_another_process_from_the_first_call(tmp_path):
+    """A graph from the graph cache loads its plan (compiler/replay.py) and replays from its
+    first call, with the results of the process that recorded it; a damaged plan is not used:
+    the graph records again and replaces it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=str(tmp_path / "neff"))
+    script = PLAN_SCRIPT.format(tests=os.path.dirname(__file__))
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    first = run()
+    # forward, backward and inference graphs: each recorded on its second call and saved
+    assert first["recordings"] == 3 and first["plans_saved"] == 3 and first["plans_loaded"] == 0, first
+    assert first["replays"] == 3 + 3 + 2, first
+    second = run()
+    assert second["graph_cache_hits"] == 3 and second["plans_loaded"] == 3, second
+    assert second["recordings"] == 0 and second["replays"] == 5 + 5 + 4, second
+    torch.testing.assert_close(second["losses"], first["losses"], rtol=1e-6, atol=1e-6)
+
+    plans = tmp_path / "neff" / "plans"
+    for plan in plans.iterdir():
+        data = bytearray(plan.read_bytes())
+        data[-100] ^= 0xFF  # inside the plan's bytes: its checksum no longer holds
+        plan.write_bytes(bytes(data))
+    third = run()
+    assert third["plans_loaded"] == 0 and third["recordings"] == 3 and third["plans_saved"] == 3, third
+    torch.testing.assert_close(third["losses"], first["losses"], rtol=1e-6, atol=1e-6)

@@ -74,6 +74,22 @@ tn_status tn_capture_relocate(tn_capture_t capture, int32_t count, const uintptr
  * replay has run (stream order). */
 tn_status tn_capture_replay_at(tn_capture_t capture, int32_t count, const uintptr_t *start);
 
+/* Plans: a relocated capture saved as bytes that another process running the same build can
+ * load and replay without recording (capture_plan.c). Every address in the recorded arguments
+ * is named by what it points into: a relocated range (given per replay, as above), a block of
+ * the capture's pool (the graph's intermediates: an offset into one allocation the loaded
+ * plan makes), or the code or static data of a loaded object (task and kernel functions,
+ * tables: the object's GNU build ID and an offset). A word pointing into any other mapped
+ * memory cannot be named, and saving fails (TN_STATUS_UNSUPPORTED, naming the launch).
+ *
+ * tn_capture_save: *bytes (free() it) and *size receive the plan of a relocated capture.
+ * tn_capture_load: a capture that replays on `stream` (tn_capture_replay_at, with as many
+ * ranges as the saved one had). Fails, changing nothing, on bytes that are not an intact plan
+ * or that name an object not loaded in this process (another build of the runtime or of a
+ * generated kernel): TN_STATUS_UNSUPPORTED, with the reason in tn_last_error(). */
+tn_status tn_capture_save(tn_capture_t capture, void **bytes, uint64_t *size);
+tn_status tn_capture_load(tn_stream_t stream, const void *bytes, uint64_t size, tn_capture_t *capture);
+
 /* Waits for pending replays, then frees the recording and returns the pool's blocks to the
  * allocator's cache (blocks still allocated are returned when freed). NULL is ignored. */
 void tn_capture_destroy(tn_capture_t capture);

@@ -17,7 +17,8 @@
 #include "graph_internal.h"
 #include "tn/parallel.h"
 
-#define FLAGS "-O3 -march=native -std=gnu11 -fPIC -shared -fno-math-errno -fno-trapping-math"
+/* a build ID names the kernel in saved replay plans (tn/capture.h) */
+#define FLAGS "-O3 -march=native -std=gnu11 -fPIC -shared -fno-math-errno -fno-trapping-math -Wl,--build-id=sha1"
 
 typedef void (*fused_fn)(int32_t ith, int32_t nth, void *const *ptr);
 

@@ -270,6 +270,19 @@ uint64_t tn_memory_pool_block_bytes(const tn_capture_pool *c, const void *ptr) {
     return bytes;
 }
 
+size_t tn_memory_pool_blocks(const tn_capture_pool *c, uintptr_t *start, uint64_t *bytes, size_t max) {
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < c->count; i++) {
+        const tn_block *b = c->blocks[i];
+        if (b->owner != c) continue;
+        if (n < max) start[n] = (uintptr_t)b->ptr, bytes[n] = b->size;
+        n++;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 /* Small requests round to TN_BLOCK_ROUND; large ones to one of eight size classes per power
  * of two (at most 12.5% waste), so that slightly different sizes share cached blocks. */
 static uint64_t round_size(uint64_t size) {

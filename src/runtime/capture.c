@@ -12,37 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "tn/capture.h"
-
-typedef struct recorded {
-    const char *op;
-    tn_task_fn fn;
-    size_t offset; /* of the argument bytes in `args` */
-    size_t size;
-} recorded;
-
-/* A word of the argument bytes that points into relocated range `range`, `delta` bytes past
- * its start. */
-typedef struct relocation {
-    size_t at; /* offset of the word in `args` */
-    int32_t range;
-    uint64_t delta;
-} relocation;
-
-struct tn_capture {
-    tn_capture_pool pool; /* first: allocator.c sees the capture through it */
-    recorded *launches;
-    size_t count, capacity;
-    unsigned char *args;
-    size_t args_used, args_capacity, largest;
-    void *scratch; /* `largest` bytes, for the replayed task's copy of its argument */
-    relocation *relocations; /* in order of `at` */
-    size_t relocated;
-    int32_t ranges; /* what tn_capture_relocate named; a replay passes as many addresses */
-    int refused;
-    char reason[256];
-};
+#include "capture_internal.h"
 
 static _Thread_local struct tn_capture *recording;
 
@@ -106,13 +76,15 @@ tn_status tn_capture_end(tn_capture_t c) {
                         "capture: not the capture this thread is recording");
     recording = NULL;
     c->pool.recording = 0;
-    if (!c->refused && c->largest) {
-        c->scratch = aligned_alloc(alignof(max_align_t),
-                                   (c->largest + alignof(max_align_t) - 1) / alignof(max_align_t) *
-                                       alignof(max_align_t));
-        if (!c->scratch) refuse(c, "no host memory for a replay's arguments");
-    }
+    tn_capture_make_scratch(c);
     return TN_STATUS_OK;
+}
+
+void tn_capture_make_scratch(struct tn_capture *c) {
+    if (c->refused || !c->largest) return;
+    c->scratch = aligned_alloc(alignof(max_align_t),
+                               (c->largest + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t));
+    if (!c->scratch) refuse(c, "no host memory for a replay's arguments");
 }
 
 int32_t tn_capture_replayable(tn_capture_t c) { return c && !c->refused && !c->pool.recording; }
@@ -125,23 +97,30 @@ uint64_t tn_capture_block_bytes(tn_capture_t c, const void *ptr) {
 
 static void drop_relocations(struct tn_capture *c) {
     free(c->relocations);
+    free(c->spans);
     c->relocations = NULL;
+    c->spans = NULL;
     c->relocated = 0;
     c->ranges = 0;
 }
 
-typedef struct range_index {
-    uintptr_t start, end;
-    int32_t range;
-} range_index;
-
-static int by_start(const void *a, const void *b) {
-    uintptr_t x = ((const range_index *)a)->start, y = ((const range_index *)b)->start;
+int tn_span_order(const void *a, const void *b) {
+    uintptr_t x = ((const span *)a)->start, y = ((const span *)b)->start;
     return x < y ? -1 : x > y;
 }
 
+const span *tn_span_find(const span *s, size_t n, uintptr_t w) {
+    size_t lo = 0, hi = n; /* past the last span starting at or before w */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s[mid].start <= w) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo && w < s[lo - 1].end ? &s[lo - 1] : NULL;
+}
+
 /* The relocations of every recorded word pointing into one of the n sorted ranges. */
-static tn_status find_relocations(struct tn_capture *c, const range_index *sorted, int32_t n) {
+static tn_status find_relocations(struct tn_capture *c, const span *sorted, int32_t n) {
     size_t capacity = 0;
     /* task arguments are flat structs copied at max_align_t offsets, their padding zeroed
      * (TN_TASKS_ZEROED): an address is an aligned word, and no other word reads as one */
@@ -150,16 +129,11 @@ static tn_status find_relocations(struct tn_capture *c, const range_index *sorte
         for (size_t at = r->offset; at + sizeof(uintptr_t) <= r->offset + r->size; at += sizeof(uintptr_t)) {
             uintptr_t w;
             memcpy(&w, c->args + at, sizeof w);
-            int32_t lo = 0, hi = n; /* past the last range starting at or before w */
-            while (lo < hi) {
-                int32_t mid = (lo + hi) / 2;
-                if (sorted[mid].start <= w) lo = mid + 1;
-                else hi = mid;
-            }
-            if (lo == 0 || w >= sorted[lo - 1].end) continue;
+            const span *in = tn_span_find(sorted, (size_t)n, w);
+            if (!in) continue;
             if (tn_grow_array((void **)&c->relocations, &capacity, c->relocated + 1, sizeof(relocation)) != 0)
                 return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to relocate a capture");
-            c->relocations[c->relocated++] = (relocation){at, sorted[lo - 1].range, w - sorted[lo - 1].start};
+            c->relocations[c->relocated++] = (relocation){at, (int32_t)in->index, w - in->start};
         }
     }
     return TN_STATUS_OK;
@@ -173,22 +147,23 @@ tn_status tn_capture_relocate(tn_capture_t c, int32_t count, const uintptr_t *st
     if (!TN_TASKS_ZEROED)
         return tn_error(TN_STATUS_UNSUPPORTED, "capture relocation needs the runtime built with "
                                                "-ftrivial-auto-var-init=zero (a C compiler that has it)");
-    range_index *sorted = malloc(sizeof *sorted * (size_t)(count ? count : 1));
+    span *sorted = malloc(sizeof *sorted * (size_t)(count ? count : 1));
     if (!sorted) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to relocate a capture");
-    for (int32_t i = 0; i < count; i++) sorted[i] = (range_index){start[i], start[i] + bytes[i], i};
-    qsort(sorted, (size_t)count, sizeof *sorted, by_start);
+    for (int32_t i = 0; i < count; i++) sorted[i] = (span){start[i], start[i] + bytes[i], i};
+    qsort(sorted, (size_t)count, sizeof *sorted, tn_span_order);
     drop_relocations(c);
     tn_status st = TN_STATUS_OK;
     for (int32_t i = 1; i < count && st == TN_STATUS_OK; i++)
         if (sorted[i].start < sorted[i - 1].end)
             st = tn_error(TN_STATUS_INVALID_ARGUMENT, "capture relocation: ranges %d and %d overlap",
-                          (int)sorted[i - 1].range, (int)sorted[i].range);
+                          (int)sorted[i - 1].index, (int)sorted[i].index);
     if (st == TN_STATUS_OK) st = find_relocations(c, sorted, count);
-    free(sorted);
     if (st != TN_STATUS_OK) {
+        free(sorted);
         drop_relocations(c);
         return st;
     }
+    c->spans = sorted;
     c->ranges = count;
     if (words) *words = (int64_t)c->relocated;
     return TN_STATUS_OK;
@@ -253,6 +228,8 @@ void tn_capture_destroy(tn_capture_t c) {
     if (recording == c) recording = NULL;
     tn_stream_wait_idle(c->pool.stream); /* replays still queued read the recording */
     tn_memory_release_pool(&c->pool);
+    tn_memory_free(c->arena);
+    free(c->names);
     free(c->launches);
     free(c->args);
     drop_relocations(c);

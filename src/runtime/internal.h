@@ -97,6 +97,8 @@ void tn_capture_record(tn_stream_t stream, const char *op, tn_task_fn fn, const 
 void tn_memory_release_pool(tn_capture_pool *pool);
 /* The size of the pool's block that starts at ptr (what the segment holds), 0 if none does. */
 uint64_t tn_memory_pool_block_bytes(const tn_capture_pool *pool, const void *ptr);
+/* The pool's blocks (start and size), at most `max` of them written; returns how many there are. */
+size_t tn_memory_pool_blocks(const tn_capture_pool *pool, uintptr_t *start, uint64_t *bytes, size_t max);
 
 /* Shared-memory usage registry (usage.c). */
 void tn_usage_publish(int32_t device, uint64_t allocated, uint64_t reserved);

@@ -1,6 +1,7 @@
 /* Stream capture and replay (tn/capture.h): recorded launches replay on the same memory, the
  * recording's pool reuses its own freed blocks and keeps them from everyone else, and work
  * that cannot replay is refused with a reason. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -147,6 +148,97 @@ void test_capture_relocation(void) {
     CHECK_OK(tn_capture_replay_at(c, 2, start)); /* back at the recorded addresses */
     CHECK(first_value(s, out) == 2.0f);
     tn_capture_destroy(c);
+    CHECK_OK(tn_memory_free(out2));
+    CHECK_OK(tn_memory_free(x2));
+    CHECK_OK(tn_memory_free(x));
+}
+
+static uint64_t fnv1a(const unsigned char *p, uint64_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static tn_status read_int(void *p) {
+    counted += **(int **)p;
+    return TN_STATUS_OK;
+}
+
+/* A relocated capture saved as a plan and loaded again replays on its own memory: inputs and
+ * outputs where a replay says, intermediates in the loaded plan's arena, task functions found
+ * by build ID. Damaged plans and addresses a plan cannot name are refused. */
+void test_capture_plan(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(2, 4, &s));
+    const uint64_t bytes = 16 * sizeof(float);
+    void *x, *out, *mid;
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &x));
+    CHECK_OK(fill(s, x, 1.0));
+    tn_capture_t c;
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &mid));
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &out));
+    tn_tensor dmid = vec(mid, 16), dout = vec(out, 16);
+    tn_input xin = {.t = vec(x, 16)}, min = {.t = vec(mid, 16)};
+    tn_scalar one = {.kind = TN_SCALAR_KIND_FLOAT, .f = 1.0};
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_ADD, &dmid, &xin, &xin, &one, TN_DTYPE_F32)); /* mid = 2x */
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_MUL, &dout, &min, &xin, &one, TN_DTYPE_F32)); /* out = mid * x */
+    CHECK_OK(tn_memory_free(mid));
+    CHECK_OK(tn_capture_end(c));
+    void *plan = NULL;
+    uint64_t size = 0;
+    CHECK(tn_capture_save(c, &plan, &size) == TN_STATUS_INVALID_ARGUMENT); /* not relocated yet */
+    uint64_t out_bytes = tn_capture_block_bytes(c, out);
+    uintptr_t start[2] = {(uintptr_t)x, (uintptr_t)out};
+    uint64_t range_bytes[2] = {bytes, out_bytes};
+    CHECK_OK(tn_capture_relocate(c, 2, start, range_bytes, NULL));
+    CHECK_OK(tn_capture_save(c, &plan, &size));
+    CHECK(plan != NULL && size > 0);
+    tn_capture_destroy(c); /* the pool (mid) goes back to the allocator */
+    CHECK_OK(tn_memory_free(out));
+
+    tn_capture_t loaded;
+    CHECK_OK(tn_capture_load(s, plan, size, &loaded));
+    CHECK(tn_capture_launches(loaded) == 2);
+    void *x2, *out2;
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &x2));
+    CHECK_OK(tn_memory_alloc(2, s, out_bytes, &out2));
+    CHECK_OK(fill(s, x2, 3.0));
+    uintptr_t moved[2] = {(uintptr_t)x2, (uintptr_t)out2};
+    CHECK_OK(tn_capture_replay_at(loaded, 2, moved));
+    CHECK(first_value(s, out2) == 18.0f); /* (3 + 3) * 3 */
+    CHECK(tn_capture_save(loaded, &(void *){NULL}, &(uint64_t){0}) == TN_STATUS_INVALID_ARGUMENT);
+    tn_capture_destroy(loaded);
+
+    /* damaged: a flipped byte, a truncated file, an object this process has not loaded */
+    unsigned char *b = plan;
+    b[size - 1] ^= 1;
+    CHECK(tn_capture_load(s, plan, size, &loaded) == TN_STATUS_UNSUPPORTED);
+    CHECK(strstr(tn_last_error(), "checksum") != NULL && loaded == NULL);
+    b[size - 1] ^= 1;
+    CHECK(tn_capture_load(s, plan, size - 8, &loaded) == TN_STATUS_UNSUPPORTED);
+    CHECK(strstr(tn_last_error(), "size") != NULL);
+    CHECK(tn_capture_load(s, plan, 12, &loaded) == TN_STATUS_UNSUPPORTED);
+    const size_t header = 80; /* the first object's build ID follows the header */
+    b[header] ^= 0xff;
+    uint64_t sum = fnv1a(b + header, size - header);
+    memcpy(b + 8, &sum, sizeof sum);
+    CHECK(tn_capture_load(s, plan, size, &loaded) == TN_STATUS_UNSUPPORTED);
+    CHECK(strstr(tn_last_error(), "not loaded") != NULL);
+    free(plan);
+
+    /* a launch whose argument points at host memory: the plan cannot name it */
+    int *host = malloc(sizeof *host);
+    *host = 1;
+    CHECK_OK(tn_capture_begin(s, &c));
+    CHECK_OK(tn_stream_launch(s, "read_int", read_int, &host, sizeof host));
+    CHECK_OK(tn_capture_end(c));
+    CHECK_OK(tn_capture_relocate(c, 1, start, range_bytes, NULL));
+    CHECK(tn_capture_save(c, &plan, &size) == TN_STATUS_UNSUPPORTED);
+    CHECK(strstr(tn_last_error(), "read_int") != NULL && strstr(tn_last_error(), "cannot name") != NULL);
+    CHECK(plan == NULL);
+    tn_capture_destroy(c);
+    free(host);
     CHECK_OK(tn_memory_free(out2));
     CHECK_OK(tn_memory_free(x2));
     CHECK_OK(tn_memory_free(x));

@@ -1,4 +1,5 @@
 """The `neuron` Dynamo backend (see the package docstring) and its counters."""
+import operator
 import os
 import threading
 import time
@@ -8,8 +9,8 @@ import torch
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
              "kernel_cache_hits", "inplace_updates", "shared_nodes", "folded_constants", "grouped_attention",
-             "fast_calls", "fallbacks", "recordings", "replays", "replay_refusals", "graph_cache_hits",
-             "compile_seconds")
+             "fast_calls", "fallbacks", "recordings", "replays", "replay_refusals", "plans_saved",
+             "plans_loaded", "graph_cache_hits", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 
 
@@ -34,6 +35,8 @@ def get_dynamo_metrics():
     - recordings, replays, replay_refusals: graphs (inference, forward and backward) whose
       launches were recorded, calls that replayed a recording as one launch, and graphs that
       stopped recording (work that cannot replay; see compiler/replay.py);
+    - plans_saved, plans_loaded: recordings kept in the graph cache as plans, and plans a new
+      process loaded there and replayed from its first call instead of recording;
     - graph_cache_hits: forward, backward and inference graphs that came back from
       AOTAutograd's cache on disk instead of being traced (compiler/graph_cache.py);
     - compile_seconds: time spent compiling;
@@ -140,15 +143,15 @@ def count_compilation(start, stats=None):
     _count("compile_seconds", time.perf_counter() - start)
 
 
-def runner(forward):
+def runner(forward, constants=()):
     """The boxed callable AOTAutograd gets for a graph's forward function (which takes the
-    inputs as arguments): it replays the graph's launches from its third call on
-    (replay.py)."""
+    inputs as arguments; `constants` are the device tensors it reads besides them): it replays
+    the graph's launches from its third call on (replay.py)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
     from .replay import Replayer
 
-    return Replayer(make_boxed_func(forward), _count)
+    return Replayer(make_boxed_func(forward), _count, constants)
 
 
 def build(gm, kind):
@@ -158,7 +161,12 @@ def build(gm, kind):
 
     gm, stats = _compile_graph(gm, kind)
     program = Program.of(gm, kind, stats) if stats is not None else None
-    return runner(gm.forward), program
+    constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes if n.op == "get_attr"]
+    return runner(gm.forward, [c for c in constants if _on_neuron(c)]), program
+
+
+def _on_neuron(value):
+    return isinstance(value, torch.Tensor) and value.device.type == "neuron"
 
 
 def _compiler(kind):

@@ -49,6 +49,7 @@ class CompiledGraph(OutputCode):
         self._boxed_call = True
         self._fn, program = build(gm, kind)
         self._program = _dumps(program) if program is not None and enabled() else None
+        self._keep_plan()
 
     def __call__(self, inputs):
         return self._fn(inputs)
@@ -67,7 +68,16 @@ class CompiledGraph(OutputCode):
         from .backend import _count
 
         self._fn = pickle.loads(self._program).load()
+        self._keep_plan()
         _count("graph_cache_hits")
+
+    def _keep_plan(self):
+        """A graph in the cache keeps its replay plan beside it (replay.py)."""
+        from .backend import cache_dir
+        from .replay import plan_path
+
+        if self._program is not None and hasattr(self._fn, "plan"):
+            self._fn.plan = plan_path(cache_dir(), self._program)
 
     def set_triton_bundle(self, triton_bundle):
         pass
@@ -153,7 +163,8 @@ class Program:
             with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
                 f.write(self.source)
         count_compilation(start, stats)
-        return runner(functools.partial(env["forward"], attrs))
+        return runner(functools.partial(env["forward"], attrs),
+                      [t for t in vars(attrs).values() if t.device.type == "neuron"])
 
 
 def enabled():

@@ -17,6 +17,14 @@ A graph's calls go:
    this call. Parameters, a static KV cache, token ids, a training forward's activations
    passed to its backward: none is copied, and results are never overwritten by a later call.
 
+Plans: a graph kept in the graph cache (graph_cache.py) also keeps its relocated recording
+there, as a plan (tn_capture_save): every address in it is named by what it points into (an
+input, an output, the graph's own constants, its intermediates, or the code of the runtime or
+of a generated kernel, found by build ID). A new process loading that graph loads the plan
+and replays from the first call, with nothing recorded. A plan saved by another build, for
+another kernel variant or thread count, or whose inputs do not match, is not used, and the
+graph records as above (replacing the plan).
+
 Inputs that no longer match are recorded again, at most MAX_RECORDINGS times, after which the
 graph keeps running as compiled. A small host tensor input (its value is read when its op is
 launched) matches while its value is the recording's; a host tensor output is the recorded
@@ -25,7 +33,9 @@ memory: the C runtime refuses them and says why), graphs with a large host tenso
 outputs that are neither an input's storage nor computed by the graph run as compiled.
 TORCH_NEURONX_GRAPH_REPLAY=0 turns replay off.
 """
+import hashlib
 import os
+import pickle
 import threading
 
 import torch
@@ -47,9 +57,14 @@ class Replayer:
 
     _boxed_call = True
 
-    def __init__(self, forward, count):
+    def __init__(self, forward, count, constants=()):
         self.forward = forward  # boxed: takes the list of inputs
         self.count = count      # count(metric, n): the backend's counters
+        # device tensors the graph reads besides its inputs (folded constants): a plan names
+        # them as inputs
+        self.constants = list(constants)
+        self.plan = None        # where this graph's plan is kept (graph_cache sets it), or None
+        self.plan_refused = ""  # why the last recording could not be saved as a plan
         self.calls = 0
         self.capture = None
         self.recordings = 0
@@ -65,22 +80,27 @@ class Replayer:
             self.busy.release()
 
     def _call(self, args):
-        if self.capture is not None and self.capture.matches(args):
-            outputs = self.capture.replay(args)
+        if self.calls == 0 and self.capture is None and self.plan:
+            self.capture = load_plan(self.plan, args)
+            if self.capture is not None:
+                self.count("plans_loaded")
+        inputs = [*args, *self.constants] if self.constants else args
+        if self.capture is not None and self.capture.matches(inputs):
+            outputs = self.capture.replay(inputs)
             args.clear()
             self.count("replays")
             return outputs
         self.calls += 1
         if self.calls == 1:
             return self.forward(args)
-        return self._record(args)
+        return self._record(args, inputs)
 
     def _refuse(self, why):
         self.refused = why
         self.capture = None
         self.count("replay_refusals")
 
-    def _record(self, args):
+    def _record(self, args, inputs):
         self.capture = None
         if self.recordings >= MAX_RECORDINGS:
             self._refuse(f"its inputs changed after {MAX_RECORDINGS} recordings")
@@ -96,7 +116,7 @@ class Replayer:
             return self.forward(args)
         self.recordings += 1
         capture = _C.Capture(device.index or 0)
-        capture.bind_inputs(args)  # before the graph may clear the list
+        capture.bind_inputs(inputs)  # before the graph may clear the list
         try:
             outputs = self.forward(args)
         finally:
@@ -111,4 +131,57 @@ class Replayer:
         # the recorded outputs are the caller's: replays write theirs into new blocks
         self.capture = capture
         self.count("recordings")
+        if self.plan:
+            self._save_plan(capture)
         return outputs
+
+    def _save_plan(self, capture):
+        try:
+            plan, state = capture.save()
+        except NotImplementedError as e:  # an address the plan cannot name: replay here only
+            self.plan_refused = str(e)
+            return
+        self.plan_refused = ""
+        os.makedirs(os.path.dirname(self.plan), exist_ok=True)
+        payload = pickle.dumps((plan_environment(), plan, state), protocol=pickle.HIGHEST_PROTOCOL)
+        tmp = f"{self.plan}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(PLAN_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, self.plan)  # readers never see half a plan
+        self.count("plans_saved")
+
+
+# A plan file: this, the SHA-256 of the rest, then the pickled (environment, C plan, state).
+PLAN_MAGIC = b"neuron replay plan 1\n"
+
+
+def plan_path(root, program):
+    """Where the plan of the graph whose cached program is the bytes `program` is kept."""
+    return os.path.join(root, "plans", hashlib.sha256(program).hexdigest()[:32] + ".plan")
+
+
+def plan_environment():
+    """What a plan's launches depend on beyond the build (which the plan checks itself): the
+    torch version, the kernel variant and the kernels' threads and settings."""
+    names = ("TN_ISA", "TN_AMX", "TN_NUM_THREADS", "TORCH_NEURONX_PACKED_WEIGHTS_MB")
+    return (torch.__version__, _C._isa(), os.cpu_count(), *(os.environ.get(n) for n in names))
+
+
+def load_plan(path, args):
+    """The capture saved at `path` for a graph called with `args`, or None when there is no
+    usable plan there (missing, damaged, saved by another build or environment)."""
+    device = next((x.device for x in args if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
+    if device is None or not os.path.exists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        payload = data[len(PLAN_MAGIC) + 32:]
+        if data[:len(PLAN_MAGIC)] != PLAN_MAGIC or data[len(PLAN_MAGIC):len(PLAN_MAGIC) + 32] != hashlib.sha256(payload).digest():
+            return None  # damaged (the C plan inside checks itself too)
+        environment, plan, state = pickle.loads(payload)
+        if environment != plan_environment():
+            return None
+        return _C.Capture(device.index or 0, plan, state)
+    except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError, RuntimeError, NotImplementedError):
+        return None

@@ -4,7 +4,9 @@
 // and replayed; this file owns the C object and the relocation of inputs and outputs.
 #include <torch/extension.h>
 
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/Functions.h"
@@ -59,6 +61,34 @@ const at::Tensor* see(py::handle x, Seen& seen) {
   return &t;
 }
 
+// What `seen` was, as Python values a plan's state pickles: ("value", v), ("host", tensor) or
+// ("tensor", dtype, sizes, strides, storage offset, range).
+py::tuple describe(const Seen& seen, int range) {
+  if (seen.value) return py::make_tuple("value", seen.value);
+  if (seen.host.defined()) return py::make_tuple("host", py::reinterpret_steal<py::object>(THPVariable_Wrap(seen.host)));
+  return py::make_tuple("tensor", static_cast<int>(seen.dtype), seen.sizes, seen.strides, seen.offset, range);
+}
+
+// The inverse of describe(); returns the range.
+int restore(const py::tuple& d, Seen& seen) {
+  std::string kind = d[0].cast<std::string>();
+  if (kind == "value") {
+    seen.value = d[1];
+    return -1;
+  }
+  if (kind == "host") {
+    seen.host = THPVariable_Unpack(d[1].ptr()).clone();
+    seen.dtype = seen.host.scalar_type();
+    return -1;
+  }
+  TORCH_CHECK(kind == "tensor" && d.size() == 6, "a replay plan's state names an unknown kind of value: ", kind);
+  seen.dtype = static_cast<at::ScalarType>(d[1].cast<int>());
+  seen.sizes = d[2].cast<std::vector<int64_t>>();
+  seen.strides = d[3].cast<std::vector<int64_t>>();
+  seen.offset = d[4].cast<int64_t>();
+  return d[5].cast<int>();
+}
+
 class Capture {
  public:
   // Starts recording the calling thread's launches on the current stream of `device`.
@@ -66,6 +96,25 @@ class Capture {
     stream_ = current_stream(static_cast<c10::DeviceIndex>(device));
     device_ = static_cast<c10::DeviceIndex>(device);
     check(tn_capture_begin(stream_, &capture_));
+  }
+  // A recording loaded from a plan (save() in another process) that replays on the current
+  // stream of `device`.
+  Capture(int device, const py::bytes& plan, const py::tuple& state) {
+    stream_ = current_stream(static_cast<c10::DeviceIndex>(device));
+    device_ = static_cast<c10::DeviceIndex>(device);
+    TORCH_CHECK(state.size() == 4, "a replay plan's state has ", state.size(), " parts, not 4");
+    for (py::handle d : state[0].cast<py::list>()) {
+      inputs_.emplace_back();
+      inputs_.back().range = restore(d.cast<py::tuple>(), inputs_.back());
+    }
+    for (py::handle d : state[1].cast<py::list>()) {
+      outputs_.emplace_back();
+      outputs_.back().range = restore(d.cast<py::tuple>(), outputs_.back());
+    }
+    for (py::handle bytes : state[2].cast<py::list>()) ranges_.push_back(Range{0, bytes.cast<uint64_t>()});
+    input_ranges_ = state[3].cast<size_t>();
+    std::string_view data = plan;
+    check(tn_capture_load(stream_, data.data(), data.size(), &capture_));
   }
   ~Capture() { tn_capture_destroy(capture_); }
   Capture(const Capture&) = delete;
@@ -119,6 +168,21 @@ class Capture {
     tn_status st = tn_capture_relocate(capture_, static_cast<int32_t>(ranges_.size()), start.data(),
                                        bytes.data(), &words_);
     return st == TN_STATUS_OK ? "" : tn_last_error();
+  }
+
+  // After relocate(): (the plan, its state) for Capture(device, plan, state) in another
+  // process; raises NotImplementedError naming the launch when the recording cannot be saved.
+  py::tuple save() const {
+    void* bytes = nullptr;
+    uint64_t size = 0;
+    check(tn_capture_save(capture_, &bytes, &size));
+    py::bytes plan(static_cast<const char*>(bytes), size);
+    free(bytes);
+    py::list inputs, outputs, ranges;
+    for (const Input& in : inputs_) inputs.append(describe(in, in.range));
+    for (const Output& out : outputs_) outputs.append(describe(out, out.range));
+    for (const Range& r : ranges_) ranges.append(r.bytes);
+    return py::make_tuple(plan, py::make_tuple(inputs, outputs, ranges, input_ranges_));
   }
 
   // True if `inputs` match the recording's (values, dtypes, shapes, strides, storage offsets,
@@ -217,6 +281,8 @@ class Capture {
 void register_capture(py::module& m) {
   py::class_<Capture>(m, "Capture")
       .def(py::init<int>())
+      .def(py::init<int, const py::bytes&, const py::tuple&>())
+      .def("save", &Capture::save)
       .def("end", &Capture::end)
       .def("bind_inputs", &Capture::bind_inputs)
       .def("relocate", &Capture::relocate)
