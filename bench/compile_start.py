@@ -12,7 +12,7 @@ tracing Python, which no cache skips, and "rest s" the remainder (AOTAutograd or
 the backend, guards, the call itself). "next 4 ms" is the time of the four calls after the
 first: a cold neuron process runs the second as compiled while recording it and replays from
 the third (compiler/replay.py); a warm one loads the recording saved with the graph (its
-plan) and replays every call, the first included.
+plan) and replays every call, the first included ("plans saved/loaded").
 """
 import argparse
 import json
@@ -69,7 +69,12 @@ def child(model_name, backend, step):
     after = time.perf_counter() - start
     from torch._dynamo.utils import compilation_time_metrics
     traced = sum(compilation_time_metrics.get("bytecode_tracing", []))
-    print(json.dumps({"seconds": seconds, "traced": traced, "after": after}))
+    plans = "-"
+    if backend == "neuron":
+        from torch_neuronx.compiler import get_dynamo_metrics
+        m = get_dynamo_metrics()
+        plans = f"{m['plans_saved']}/{m['plans_loaded']}"
+    print(json.dumps({"seconds": seconds, "traced": traced, "after": after, "plans": plans}))
 
 
 def main():
@@ -81,7 +86,7 @@ def main():
         return child(*args.child)
     print(f"machine: {os.cpu_count()} CPUs; each row: a new process with the cache directory "
           "the row above left (cold = empty)")
-    print(f"{'model':>10} {'step':>7} {'backend':>9} {'cache':>5} {'first call s':>13} {'traced s':>9} {'rest s':>7} {'next 4 ms':>10}")
+    print(f"{'model':>10} {'step':>7} {'backend':>9} {'cache':>5} {'first call s':>13} {'traced s':>9} {'rest s':>7} {'next 4 ms':>10} {'plans saved/loaded':>19}")
     for model in args.models.split(","):
         steps = ("decode", "train") if model == "tiny-llama" else ("decode",)
         for step in steps:
@@ -95,7 +100,7 @@ def main():
                             sys.exit(f"{model} {step} {backend} failed:\n{r.stderr[-3000:]}")
                         out = json.loads(r.stdout.strip().splitlines()[-1])
                         print(f"{model:>10} {step:>7} {backend:>9} {state:>5} {out['seconds']:13.2f} "
-                              f"{out['traced']:9.2f} {out['seconds'] - out['traced']:7.2f} {out['after'] * 1e3:10.1f}", flush=True)
+                              f"{out['traced']:9.2f} {out['seconds'] - out['traced']:7.2f} {out['after'] * 1e3:10.1f} {out['plans']:>19}", flush=True)
 
 
 if __name__ == "__main__":

@@ -211,12 +211,76 @@ static tn_status collect_blocks(const struct tn_capture *c, saving *s) {
     const span *ranges = c->spans;
     for (size_t i = 0; i < n; i++) {
         if (tn_span_find(ranges, (size_t)c->ranges, start[i])) continue; /* an output: relocated */
-        s->blocks[s->nblocks++] = (span){start[i], start[i] + bytes[i], (int64_t)s->arena_bytes};
-        s->arena_bytes += (bytes[i] + TN_BLOCK_ROUND - 1) / TN_BLOCK_ROUND * TN_BLOCK_ROUND;
+        s->blocks[s->nblocks++] = (span){start[i], start[i] + bytes[i], 0};
     }
     free(start);
     free(bytes);
     qsort(s->blocks, s->nblocks, sizeof *s->blocks, tn_span_order);
+    return TN_STATUS_OK;
+}
+
+/* A pool block as the arena plan sees it: the launches that use it, first to last. */
+typedef struct lifetime {
+    size_t block; /* in s->blocks */
+    size_t first, last;
+    uint64_t bytes;
+    int used;
+} lifetime;
+
+static int larger_first(const void *a, const void *b) {
+    const lifetime *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Plans the arena by lifetimes: a block is live from the first launch whose arguments point
+ * into it to the last, and blocks whose lifetimes do not meet may share memory (a replay runs
+ * its launches one after another). Each block, largest first, goes to the lowest offset that
+ * overlaps no block already placed and live at the same time. s->blocks[i].index receives
+ * the offset, s->arena_bytes the arena's size. */
+static tn_status plan_arena(const struct tn_capture *c, saving *s) {
+    size_t n = s->nblocks;
+    lifetime *life = calloc(n ? n : 1, sizeof *life);
+    span *busy = malloc(sizeof *busy * (n ? n : 1));
+    if (!life || !busy) {
+        free(life);
+        free(busy);
+        return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to plan a capture's arena");
+    }
+    for (size_t i = 0; i < n; i++)
+        life[i] = (lifetime){i, 0, 0, (s->blocks[i].end - s->blocks[i].start + TN_BLOCK_ROUND - 1) / TN_BLOCK_ROUND * TN_BLOCK_ROUND, 0};
+    for (size_t l = 0; l < c->count; l++) {
+        const recorded *r = &c->launches[l];
+        for (size_t at = r->offset; at + sizeof(uintptr_t) <= r->offset + r->size; at += sizeof(uintptr_t)) {
+            uintptr_t w;
+            memcpy(&w, c->args + at, sizeof w);
+            const span *b = tn_span_find(s->blocks, n, w);
+            if (!b) continue;
+            lifetime *x = &life[b - s->blocks];
+            if (!x->used) x->first = l;
+            x->last = l;
+            x->used = 1;
+        }
+    }
+    qsort(life, n, sizeof *life, larger_first);
+    s->arena_bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!life[i].used) continue; /* no launch points into it: nothing to place */
+        size_t nbusy = 0;
+        for (size_t j = 0; j < i; j++)
+            if (life[j].used && life[j].first <= life[i].last && life[i].first <= life[j].last) {
+                uint64_t at = (uint64_t)s->blocks[life[j].block].index;
+                busy[nbusy++] = (span){(uintptr_t)at, (uintptr_t)(at + life[j].bytes), 0};
+            }
+        qsort(busy, nbusy, sizeof *busy, tn_span_order);
+        uint64_t offset = 0;
+        for (size_t j = 0; j < nbusy && busy[j].start < offset + life[i].bytes; j++)
+            if (busy[j].end > offset) offset = busy[j].end;
+        s->blocks[life[i].block].index = (int64_t)offset;
+        if (offset + life[i].bytes > s->arena_bytes) s->arena_bytes = offset + life[i].bytes;
+    }
+    free(life);
+    free(busy);
     return TN_STATUS_OK;
 }
 
@@ -327,6 +391,7 @@ tn_status tn_capture_save(tn_capture_t c, void **bytes, uint64_t *size) {
     tn_status st = fn_offset && fn_object ? TN_STATUS_OK
                                           : tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to save a plan");
     if (st == TN_STATUS_OK) st = collect_blocks(c, &s);
+    if (st == TN_STATUS_OK) st = plan_arena(c, &s);
     if (st == TN_STATUS_OK) st = list_objects(&s.all);
     if (st == TN_STATUS_OK) st = list_mappings(&s.maps, &s.nmaps);
     if (st == TN_STATUS_OK) {

@@ -39,6 +39,7 @@ int tn_test_failures;
     X(test_capture_replay)       \
     X(test_capture_relocation)   \
     X(test_capture_plan)         \
+    X(test_capture_plan_arena)   \
     X(test_capture_refusals)     \
     X(test_device_checks)        \
     X(test_unary_rows_every_isa) \

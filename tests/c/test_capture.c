@@ -244,6 +244,59 @@ void test_capture_plan(void) {
     CHECK_OK(tn_memory_free(x));
 }
 
+/* A loaded plan's intermediates share its arena when their lifetimes (first to last launch
+ * pointing into them) do not meet: two blocks of different sizes, one dead before the other
+ * is born, take the larger one's bytes. */
+void test_capture_plan_arena(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(2, 4, &s));
+    const uint64_t small = 64 << 10, large = 256 << 10, bytes = 16 * sizeof(float);
+    void *x, *out, *mid1, *mid2;
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &x));
+    CHECK_OK(tn_memory_alloc(2, s, bytes, &out));
+    CHECK_OK(fill(s, x, 3.0));
+    tn_capture_t c;
+    CHECK_OK(tn_capture_begin(s, &c));
+    tn_tensor d_out = vec(out, 16);
+    tn_input in_x = {.t = vec(x, 16)}, in_out = {.t = vec(out, 16)};
+    tn_scalar one = {.kind = TN_SCALAR_KIND_FLOAT, .f = 1.0};
+    CHECK_OK(tn_memory_alloc(2, s, small, &mid1));
+    tn_tensor d1 = vec(mid1, 16);
+    tn_input in1 = {.t = d1};
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_ADD, &d1, &in_x, &in_x, &one, TN_DTYPE_F32));    /* 2x */
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_MUL, &d_out, &in1, &in_x, &one, TN_DTYPE_F32));  /* 2x^2 */
+    CHECK_OK(tn_memory_free(mid1));
+    CHECK_OK(tn_memory_alloc(2, s, large, &mid2)); /* another size class: the pool cannot reuse mid1 */
+    tn_tensor d2 = vec(mid2, 16);
+    tn_input in2 = {.t = d2};
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_ADD, &d2, &in_out, &in_x, &one, TN_DTYPE_F32));  /* 2x^2 + x */
+    CHECK_OK(tn_binary_async(s, NULL, TN_BINARY_MUL, &d_out, &in2, &in_x, &one, TN_DTYPE_F32));  /* (2x^2 + x) x */
+    CHECK_OK(tn_memory_free(mid2));
+    CHECK_OK(tn_capture_end(c));
+    CHECK(first_value(s, out) == 63.0f);
+    uintptr_t start[2] = {(uintptr_t)x, (uintptr_t)out};
+    uint64_t range_bytes[2] = {bytes, tn_capture_block_bytes(c, out) ? tn_capture_block_bytes(c, out) : bytes};
+    CHECK_OK(tn_capture_relocate(c, 2, start, range_bytes, NULL));
+    void *plan = NULL;
+    uint64_t size = 0;
+    CHECK_OK(tn_capture_save(c, &plan, &size));
+    tn_capture_destroy(c);
+
+    tn_memory_stats before, after;
+    CHECK_OK(tn_memory_get_stats(2, &before));
+    tn_capture_t loaded;
+    CHECK_OK(tn_capture_load(s, plan, size, &loaded));
+    CHECK_OK(tn_memory_get_stats(2, &after));
+    CHECK(after.allocated_bytes[TN_POOL_ALL].current - before.allocated_bytes[TN_POOL_ALL].current == (int64_t)large);
+    CHECK_OK(fill(s, out, 0.0));
+    CHECK_OK(tn_capture_replay_at(loaded, 2, start));
+    CHECK(first_value(s, out) == 63.0f);
+    tn_capture_destroy(loaded);
+    free(plan);
+    CHECK_OK(tn_memory_free(out));
+    CHECK_OK(tn_memory_free(x));
+}
+
 static tn_status failing(void *p) {
     int *calls = *(int **)p;
     return ++*calls > 1 ? TN_STATUS_KERNEL_FAILED : TN_STATUS_OK;

@@ -129,19 +129,26 @@ class Replayer:
             self._refuse(why)
             return outputs
         # the recorded outputs are the caller's: replays write theirs into new blocks
-        self.capture = capture
+        self.capture = self._planned(capture, device)
         self.count("recordings")
-        if self.plan:
-            self._save_plan(capture)
         return outputs
 
-    def _save_plan(self, capture):
+    def _planned(self, capture, device):
+        """The recording as a plan, loaded back: its intermediates then share one arena planned
+        by their lifetimes, and the recording's pool goes back to the allocator (once the
+        recorded call has run). The plan is kept on disk when the graph is in the graph cache.
+        A recording the plan cannot name replays as recorded."""
         try:
             plan, state = capture.save()
-        except NotImplementedError as e:  # an address the plan cannot name: replay here only
+        except NotImplementedError as e:  # an address the plan cannot name
             self.plan_refused = str(e)
-            return
+            return capture
         self.plan_refused = ""
+        if self.plan:
+            self._save_plan(plan, state)
+        return _C.Capture(device.index or 0, plan, state)
+
+    def _save_plan(self, plan, state):
         os.makedirs(os.path.dirname(self.plan), exist_ok=True)
         payload = pickle.dumps((plan_environment(), plan, state), protocol=pickle.HIGHEST_PROTOCOL)
         tmp = f"{self.plan}.{os.getpid()}.tmp"
