@@ -104,6 +104,23 @@ def test_new_shape_recompiles_same_shape_does_not():
     assert get_dynamo_metrics()["graphs"] == 2
 
 
+def test_graph_breaks_are_counted():
+    """A graph break splits the function into two graphs, each compiled; the results follow
+    the CPU and the metrics count the break."""
+    def f(x):
+        y = torch.sigmoid(x) * x
+        torch._dynamo.graph_break()
+        return torch.tanh(y) + 1
+
+    run = torch.compile(f, backend="neuron", dynamic=False)
+    x = torch.randn(4, 6)
+    for _ in range(3):
+        torch.testing.assert_close(run(x.to("neuron")).cpu(), f(x), **TOL)
+    m = get_dynamo_metrics()
+    assert m["graph_breaks"] == 1 and m["graphs"] == 2 and m["compilations"] == 2, m
+    assert m["recompiles"] == 0, m
+
+
 def test_dynamic_shapes_refused():
     f = torch.compile(lambda x: x * 2 + 1, backend="neuron", dynamic=True)
     with pytest.raises(Exception, match="static shapes only"):
@@ -152,8 +169,10 @@ def test_compiler_failure_raises_or_falls_back(monkeypatch):
         return torch.exp(x) * 3.0 - x
 
     x = torch.randn(6, 5)
-    with pytest.raises(Exception, match="could not compile the (forward|inference) graph.*C compiler \\(false\\) failed"):
+    with pytest.raises(Exception, match="could not compile the (forward|inference) graph.*C compiler \\(false\\) failed") as e:
         torch.compile(f, backend="neuron", dynamic=False)(x.to("neuron"))
+    # the error names the nodes whose kernel failed
+    assert "fused region of nodes exp (aten.exp.default), mul (aten.mul.Tensor)" in str(e.value)
     torch._dynamo.reset()
     monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
     got = torch.compile(f, backend="neuron", dynamic=False)(x.to("neuron"))

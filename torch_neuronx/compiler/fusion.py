@@ -311,7 +311,20 @@ def _build(region, cache_dir, debug_dir, prebuilt):
     taken again here: earlier regions' rewrites replaced some of the input nodes, though not
     what the kernel is built from."""
     spec, inputs, outputs = _spec(region)
-    return kernel(spec, cache_dir, debug_dir, prebuilt), spec, inputs, outputs
+    try:
+        built = kernel(spec, cache_dir, debug_dir, prebuilt)
+    except Exception as e:
+        raise RuntimeError(f"{_describe(region.members)}: {e}") from e
+    return built, spec, inputs, outputs
+
+
+def _describe(members):
+    """The nodes of a region, for an error: their names and ops, and the user's line that
+    produced the first."""
+    nodes = ", ".join(f"{m.name} ({m.target})" for m in members[:8]) + (", ..." if len(members) > 8 else "")
+    where = (members[0].meta.get("stack_trace") or "").strip().splitlines()[-2:]
+    line = " at " + " ".join(w.strip() for w in where) if where else ""
+    return f"the fused region of nodes {nodes}{line}"
 
 
 def launcher(kernel, spec, device):
