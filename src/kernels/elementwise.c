@@ -365,6 +365,84 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
 
 /* ---- binary ---- */
 
+/* One row of a comparison of two T views into bool. NaN compares as C compares it: only
+ * NE holds, as compare() gives. */
+#define COMPARE_ROW(T)                                                                          \
+    do {                                                                                        \
+        const T *x = (const T *)pa, *y = (const T *)pb;                                         \
+        uint8_t *r = (uint8_t *)o;                                                              \
+        switch (op) {                                                                           \
+        case TN_BINARY_EQ: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] == y[i * bs]; break; \
+        case TN_BINARY_NE: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] != y[i * bs]; break; \
+        case TN_BINARY_LT: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] < y[i * bs]; break;  \
+        case TN_BINARY_LE: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] <= y[i * bs]; break; \
+        case TN_BINARY_GT: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] > y[i * bs]; break;  \
+        default: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] >= y[i * bs]; break;           \
+        }                                                                                       \
+    } while (0)
+
+/* One row of integer arithmetic on T views, wrapping through unsigned U as binary_int does. */
+#define INT_ROW(T, U)                                                                           \
+    do {                                                                                        \
+        const T *x = (const T *)pa, *y = (const T *)pb;                                         \
+        T *r = (T *)o;                                                                          \
+        U al = (U)alpha;                                                                        \
+        switch (op) {                                                                           \
+        case TN_BINARY_ADD: for (int64_t i = 0; i < n; i++) r[i * os] = (T)((U)x[i * as] + al * (U)y[i * bs]); break; \
+        case TN_BINARY_SUB: for (int64_t i = 0; i < n; i++) r[i * os] = (T)((U)x[i * as] - al * (U)y[i * bs]); break; \
+        case TN_BINARY_MUL: for (int64_t i = 0; i < n; i++) r[i * os] = (T)((U)x[i * as] * (U)y[i * bs]); break;      \
+        case TN_BINARY_MAXIMUM: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] > y[i * bs] ? x[i * as] : y[i * bs]; break; \
+        case TN_BINARY_MINIMUM: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] < y[i * bs] ? x[i * as] : y[i * bs]; break; \
+        case TN_BINARY_BITWISE_AND: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] & y[i * bs]; break; \
+        case TN_BINARY_BITWISE_OR: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] | y[i * bs]; break;  \
+        default: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] ^ y[i * bs]; break;                    \
+        }                                                                                       \
+    } while (0)
+
+static int int_row_op(tn_binary_op op) {
+    return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_MUL || op == TN_BINARY_MAXIMUM ||
+           op == TN_BINARY_MINIMUM || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
+           op == TN_BINARY_BITWISE_XOR;
+}
+
+/* A row of the common non-float32 binary ops as typed loops instead of the generic
+ * element-by-element path: comparisons of float32, int64 and int32 into bool, int64 and
+ * int32 arithmetic and bitwise ops, and logical and bitwise ops of bools (masks, token ids,
+ * positions). Both inputs are in `compute`. Returns 0 for any other case. */
+static int typed_binary_row(tn_binary_op op, tn_dtype compute, tn_dtype out_dtype, int64_t n, char *o, int64_t os,
+                            const char *pa, int64_t as, const char *pb, int64_t bs, int64_t alpha) {
+    if (is_comparison(op) && out_dtype == TN_DTYPE_BOOL) {
+        switch (compute) {
+        case TN_DTYPE_F32: COMPARE_ROW(float); return 1;
+        case TN_DTYPE_I64: COMPARE_ROW(int64_t); return 1;
+        case TN_DTYPE_I32: COMPARE_ROW(int32_t); return 1;
+        default: return 0;
+        }
+    }
+    if (out_dtype != compute) return 0;
+    if (int_row_op(op) && compute == TN_DTYPE_I64) {
+        INT_ROW(int64_t, uint64_t);
+        return 1;
+    }
+    if (int_row_op(op) && compute == TN_DTYPE_I32) {
+        INT_ROW(int32_t, uint32_t);
+        return 1;
+    }
+    if (compute == TN_DTYPE_BOOL && (is_logical(op) || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
+                                     op == TN_BINARY_BITWISE_XOR)) {
+        const uint8_t *x = (const uint8_t *)pa, *y = (const uint8_t *)pb;
+        uint8_t *r = (uint8_t *)o;
+        int and_ = op == TN_BINARY_LOGICAL_AND || op == TN_BINARY_BITWISE_AND;
+        int or_ = op == TN_BINARY_LOGICAL_OR || op == TN_BINARY_BITWISE_OR;
+        for (int64_t i = 0; i < n; i++) {
+            uint8_t p = x[i * as] != 0, q = y[i * bs] != 0;
+            r[i * os] = and_ ? (p & q) : or_ ? (p | q) : (p ^ q);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
                            const tn_tensor *b, const tn_scalar *alpha, tn_dtype compute,
                            int32_t ith, int32_t nth) {
@@ -385,6 +463,8 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_binary(op) &&
              tn_nontemporal(tn_tensor_numel(out) * oes);
     const nt_op f = {1, TN_UNARY_NEG, op, alpha_f};
+    int typed = a->dtype == compute && b->dtype == compute;
+    int64_t alpha_i = al.kind == TN_SCALAR_KIND_FLOAT ? (int64_t)al.f : al.i;
     tn_walk_slice(&w, ith, nth, &first, &last, &e0, &e1);
     int64_t n = e1 - e0;
     for (int64_t r = first; r < last; r++) {
@@ -407,6 +487,7 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             }
             if (i >= n) continue;
         }
+        if (typed && typed_binary_row(op, compute, out->dtype, n, o, os, pa, as, pb, bs, alpha_i)) continue;
         for (int64_t i = 0; i < n; i++) {
             tn_value v = binary_value(op, tn_load(pa + i * as * aes, a->dtype),
                                       tn_load(pb + i * bs * bes, b->dtype), &al, compute,

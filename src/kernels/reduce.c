@@ -149,6 +149,17 @@ static void store_result(tn_reduce_op op, const tn_tensor *out, const tn_tensor 
     }
 }
 
+/* Outputs [first, last) of any (or all) over contiguous boolean rows of `row` bytes. */
+static void bool_rows(int any, uint8_t *out, int64_t out_stride, const uint8_t *in, int64_t in_stride, int64_t row,
+                      int64_t first, int64_t last) {
+    for (int64_t o = first; o < last; o++) {
+        const uint8_t *p = in + o * in_stride;
+        uint8_t seen = 0; /* a nonzero byte (any), or a zero byte (all) */
+        for (int64_t j = 0; j < row; j++) seen |= any ? p[j] != 0 : p[j] == 0;
+        out[o * out_stride] = any ? seen : !seen;
+    }
+}
+
 void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth) {
     split s;
@@ -171,6 +182,13 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
             output_offsets(&s, o, &off_out, &off_idx, &off_in);
             o_data[off_out] = (float)(sum(s.nreduce, i_data + off_in) * scale);
         }
+        return;
+    }
+    if ((op == TN_REDUCE_ANY || op == TN_REDUCE_ALL) && in->dtype == TN_DTYPE_BOOL && out->dtype == TN_DTYPE_BOOL &&
+        !idx && s.nkept <= 1 && (s.nred == 0 || (s.nred == 1 && s.red_in[0] == 1))) {
+        /* any/all of boolean rows (masks, isin): bytes, no per-element dispatch */
+        bool_rows(op == TN_REDUCE_ANY, out->data, s.nkept ? s.kept_out[0] : 0, in->data, s.nkept ? s.kept_in[0] : 0,
+                  s.nreduce, first, last);
         return;
     }
     for (int64_t o = first; o < last; o++) {
