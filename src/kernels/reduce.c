@@ -103,6 +103,23 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     }
 }
 
+static int is_extreme(tn_reduce_op op) {
+    return op == TN_REDUCE_MAX || op == TN_REDUCE_MIN || op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN;
+}
+
+/* combine() of max, min and the arg versions over float32 elements [i0, i1) of a row, without
+ * loading each through tn_value: the first extreme is kept, and a NaN wins. */
+static void extreme_f32(int want_max, const float *q, int64_t stride, int64_t i0, int64_t i1, int64_t base, acc *a) {
+    for (int64_t i = i0; i < i1; i++) {
+        float x = q[i * stride];
+        if (a->started && (a->f != a->f || !(x != x || (want_max ? x > a->f : x < a->f)))) continue;
+        a->f = x;
+        a->i = 0;
+        a->pos = base + i;
+        a->started = 1;
+    }
+}
+
 /* Folds reduced elements [j0, j1) (numbered row by row) of the output at input offset off_in. */
 static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int64_t off_in,
                        int64_t j0, int64_t j1, acc *a) {
@@ -117,6 +134,10 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
         const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
         if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
             a->f += tn_kernels()->sum_f32(i1 - i0, (const float *)p + i0);
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_F32 && is_extreme(op)) {
+            extreme_f32(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, (const float *)p, row_stride, i0, i1, r * row, a);
             continue;
         }
         for (int64_t i = i0; i < i1; i++)
