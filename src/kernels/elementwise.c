@@ -322,6 +322,39 @@ static int row_nontemporal(const tn_kernel_table *k, const nt_op *f, tn_dtype t,
 
 /* ---- unary ---- */
 
+#define INT_UNARY_ROW(T, U)                                                                          \
+    do {                                                                                             \
+        const T *v = (const T *)x;                                                                   \
+        T *r = (T *)o;                                                                               \
+        switch (op) {                                                                                \
+        case TN_UNARY_NEG: for (int64_t i = 0; i < n; i++) r[i * os] = (T)(0 - (U)v[i * xs]); break; \
+        case TN_UNARY_ABS:                                                                           \
+            for (int64_t i = 0; i < n; i++) r[i * os] = v[i * xs] < 0 ? (T)(0 - (U)v[i * xs]) : v[i * xs]; \
+            break;                                                                                   \
+        default: for (int64_t i = 0; i < n; i++) r[i * os] = (T)~v[i * xs]; break;                   \
+        }                                                                                            \
+    } while (0)
+
+/* A row of the common integer and boolean unary ops as typed loops (unary_int's results):
+ * neg, abs and bitwise not of int64 and int32, logical not of bools into bools. */
+static int typed_unary_row(tn_unary_op op, tn_dtype compute, tn_dtype in_dtype, tn_dtype out_dtype, int64_t n,
+                           char *o, int64_t os, const char *x, int64_t xs) {
+    if ((op == TN_UNARY_LOGICAL_NOT || (op == TN_UNARY_BITWISE_NOT && compute == TN_DTYPE_BOOL)) &&
+        in_dtype == TN_DTYPE_BOOL && out_dtype == TN_DTYPE_BOOL) {
+        const uint8_t *v = (const uint8_t *)x;
+        uint8_t *r = (uint8_t *)o;
+        for (int64_t i = 0; i < n; i++) r[i * os] = v[i * xs] == 0;
+        return 1;
+    }
+    if (in_dtype != compute || out_dtype != compute ||
+        (op != TN_UNARY_NEG && op != TN_UNARY_ABS && op != TN_UNARY_BITWISE_NOT))
+        return 0;
+    if (compute == TN_DTYPE_I64) INT_UNARY_ROW(int64_t, uint64_t);
+    else if (compute == TN_DTYPE_I32) INT_UNARY_ROW(int32_t, uint32_t);
+    else return 0;
+    return 1;
+}
+
 tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor *in,
                           tn_dtype compute, int32_t ith, int32_t nth) {
     const tn_tensor *views[2] = {out, in};
@@ -354,6 +387,7 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
             }
             if (i >= n) continue;
         }
+        if (typed_unary_row(op, compute, in->dtype, out->dtype, n, o, os, x, xs)) continue;
         for (int64_t i = 0; i < n; i++) {
             tn_value v = unary_value(op, tn_load(x + i * xs * xes, in->dtype), compute);
             tn_store(o + i * os * oes, out->dtype, v);

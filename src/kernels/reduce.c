@@ -103,6 +103,30 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     }
 }
 
+/* Sum of bfloat16 or float16 elements [i0, i1) of a row, widened to float32 in chunks and
+ * added as float32 rows are. */
+static double sum_half(tn_dtype t, const char *p, int64_t stride, int64_t i0, int64_t i1) {
+    const tn_kernel_table *k = tn_kernels();
+    float buf[256];
+    double sum = 0;
+    for (int64_t i = i0; i < i1; i += 256) {
+        int64_t m = i1 - i < 256 ? i1 - i : 256;
+        k->widen_half(t, m, buf, 1, (const uint16_t *)(const void *)p + i * stride, stride);
+        sum += k->sum_f32(m, buf);
+    }
+    return sum;
+}
+
+/* Sum of int64 or bool elements [i0, i1) of a row, wrapping as combine() does. */
+static uint64_t sum_int(tn_dtype t, const char *p, int64_t stride, int64_t i0, int64_t i1) {
+    uint64_t sum = 0;
+    if (t == TN_DTYPE_BOOL)
+        for (int64_t i = i0; i < i1; i++) sum += ((const uint8_t *)p)[i * stride] != 0;
+    else
+        for (int64_t i = i0; i < i1; i++) sum += (uint64_t)((const int64_t *)(const void *)p)[i * stride];
+    return sum;
+}
+
 static int is_extreme(tn_reduce_op op) {
     return op == TN_REDUCE_MAX || op == TN_REDUCE_MIN || op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN;
 }
@@ -134,6 +158,14 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
         const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
         if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
             a->f += tn_kernels()->sum_f32(i1 - i0, (const float *)p + i0);
+            continue;
+        }
+        if (op == TN_REDUCE_SUM && (in->dtype == TN_DTYPE_BF16 || in->dtype == TN_DTYPE_F16)) {
+            a->f += sum_half(in->dtype, p, row_stride, i0, i1);
+            continue;
+        }
+        if (op == TN_REDUCE_SUM && !fl && (in->dtype == TN_DTYPE_I64 || in->dtype == TN_DTYPE_BOOL)) {
+            a->i = (int64_t)((uint64_t)a->i + sum_int(in->dtype, p, row_stride, i0, i1));
             continue;
         }
         if (in->dtype == TN_DTYPE_F32 && is_extreme(op)) {

@@ -1,6 +1,7 @@
 /* Softmax and log-softmax, forward and backward, along the last dimension (see
- * tn/reduce.h). Each row is read once into double scratch, so any dtype and stride works and
- * the arithmetic is the same for all of them. */
+ * tn/reduce.h). Contiguous float32 rows, and bfloat16 or float16 rows widened to float32, run
+ * the float32 row kernels; any other row is read once into double scratch, so any dtype and
+ * stride works. */
 #include <math.h>
 
 #include "elem.h"
@@ -33,8 +34,26 @@ void tn_kernel_softmax(tn_softmax_kind kind, const tn_tensor *out, const tn_tens
     /* an output too large for the cache: each row is computed in the scratch (in L1) and
      * streamed out (nontemporal.h); normal stores would read every output line first */
     int nt = fast && tn_nontemporal(tn_tensor_numel(out) * oes);
+    /* bfloat16 and float16 rows: widened into the scratch, computed as float32 rows (as the
+     * CPU computes them), rounded on the way out */
+    int half = (out->dtype == TN_DTYPE_BF16 || out->dtype == TN_DTYPE_F16) && in->dtype == out->dtype &&
+               (forward || y->dtype == out->dtype);
     tn_slice(rows, ith, nth, &first, &last);
     for (int64_t r = first; r < last; r++) {
+        if (half) {
+            float *f = (float *)scratch; /* the scratch holds 2n doubles: 4n floats */
+            k->widen_half(in->dtype, n, f, 1, (const uint16_t *)in->data + tn_row_offset(in, r, 1),
+                          in->ndim ? in->strides[in->ndim - 1] : 1);
+            if (forward) {
+                k->softmax_f32(n, f, f + 2 * n, kind == TN_LOG_SOFTMAX);
+            } else {
+                k->widen_half(y->dtype, n, f + n, 1, (const uint16_t *)y->data + tn_row_offset(y, r, 1),
+                              y->ndim ? y->strides[y->ndim - 1] : 1);
+                k->softmax_backward_f32(n, f, f + n, f + 2 * n, kind == TN_LOG_SOFTMAX_BACKWARD);
+            }
+            k->narrow_half(out->dtype, n, (uint16_t *)out->data + tn_row_offset(out, r, 1), ost, f + 2 * n, 1);
+            continue;
+        }
         if (fast) {
             float *o = (float *)out->data + tn_row_offset(out, r, 1), *dst = nt ? (float *)scratch : o;
             const float *src = (const float *)in->data + tn_row_offset(in, r, 1);
