@@ -65,6 +65,21 @@ def test_dtype_conversion_matches_cpu(src_dtype, dst_dtype):
     torch.testing.assert_close(src.to("neuron").to("cpu", dtype=dst_dtype), expect, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("src_dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64], ids=str)
+@pytest.mark.parametrize("dst_dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+                                       torch.float32], ids=str)
+def test_out_of_range_conversions_match_cpu(src_dtype, dst_dtype):
+    """NaN, infinities and values past the target's range convert as the CPU converts them
+    (a float goes to int32 and narrower through one x86 conversion: INT32_MIN when out of
+    range; integers wrap)."""
+    values = [float("nan"), float("inf"), -float("inf"), 3.7, -3.7, 1e20, 2.0 ** 31, -2.0 ** 31 - 1, 3e9, 300.0,
+              -129.5, 70000.0]
+    if src_dtype == torch.int64:
+        values = [2 ** 62 + 300, -5, 70000, 255, 256, -2 ** 31 - 7, 2 ** 53 + 1]
+    src = torch.tensor(values).to(src_dtype)
+    torch.testing.assert_close(src.to("neuron").to(dst_dtype).cpu(), src.to(dst_dtype), rtol=0, atol=0, equal_nan=True)
+
+
 def test_device_to_device():
     src = sample((33, 17), torch.float32)
     a = src.to("neuron:0")

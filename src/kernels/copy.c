@@ -75,7 +75,7 @@ static int typed_convert_row(tn_dtype dt, char *d, int64_t ds, tn_dtype st, cons
         return 0;
     case TN_DTYPE_I32:
         if (st == TN_DTYPE_I64) CONVERT(int32_t, int64_t, (uint32_t)(uint64_t)x);
-        if (st == TN_DTYPE_F32) CONVERT(int32_t, float, (uint32_t)(uint64_t)f32_to_i64(x));
+        if (st == TN_DTYPE_F32) CONVERT(int32_t, float, x >= -2147483648.0f && x < 2147483648.0f ? (int32_t)x : INT32_MIN);
         if (st == TN_DTYPE_BOOL) CONVERT(int32_t, uint8_t, x != 0);
         return 0;
     case TN_DTYPE_BOOL:

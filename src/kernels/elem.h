@@ -53,13 +53,22 @@ static inline int64_t tn_value_to_i64(tn_value v) {
     return (int64_t)v.re;
 }
 
+/* A float converts to int32 as x86 converts it (one instruction): NaN and out-of-range values
+ * give INT32_MIN. Integers wrap. */
+static inline int32_t tn_value_to_i32(tn_value v) {
+    if (v.is_int) return (int32_t)(uint32_t)(uint64_t)v.i;
+    if (!(v.re >= -2147483648.0 && v.re < 2147483648.0)) return INT32_MIN;
+    return (int32_t)v.re;
+}
+
 static inline void tn_store(void *p, tn_dtype t, tn_value v) {
     switch (t) {
     case TN_DTYPE_BOOL: *(uint8_t *)p = v.is_int ? v.i != 0 : (v.re != 0 || v.im != 0); break;
-    case TN_DTYPE_U8: *(uint8_t *)p = (uint8_t)(uint64_t)tn_value_to_i64(v); break;
-    case TN_DTYPE_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)tn_value_to_i64(v); break;
-    case TN_DTYPE_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)tn_value_to_i64(v); break;
-    case TN_DTYPE_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)tn_value_to_i64(v); break;
+    /* narrower integers take the int32 conversion's low bits, as the CPU's casts do */
+    case TN_DTYPE_U8: *(uint8_t *)p = (uint8_t)(uint32_t)tn_value_to_i32(v); break;
+    case TN_DTYPE_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint32_t)tn_value_to_i32(v); break;
+    case TN_DTYPE_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint32_t)tn_value_to_i32(v); break;
+    case TN_DTYPE_I32: *(int32_t *)p = tn_value_to_i32(v); break;
     case TN_DTYPE_I64: *(int64_t *)p = tn_value_to_i64(v); break;
     case TN_DTYPE_F16: *(uint16_t *)p = tn_f32_to_f16_inline((float)v.re); break;
     case TN_DTYPE_BF16: *(uint16_t *)p = tn_f32_to_bf16_inline((float)v.re); break;
