@@ -328,8 +328,11 @@ static int row_nontemporal(const tn_kernel_table *k, const nt_op *f, tn_dtype t,
         T *r = (T *)o;                                                                               \
         switch (op) {                                                                                \
         case TN_UNARY_NEG: for (int64_t i = 0; i < n; i++) r[i * os] = (T)(0 - (U)v[i * xs]); break; \
-        case TN_UNARY_ABS:                                                                           \
-            for (int64_t i = 0; i < n; i++) r[i * os] = v[i * xs] < 0 ? (T)(0 - (U)v[i * xs]) : v[i * xs]; \
+        case TN_UNARY_ABS: /* without a branch: signs of token ids or offsets are not predictable */ \
+            for (int64_t i = 0; i < n; i++) {                                                        \
+                U sign = (U)0 - (U)(v[i * xs] < 0);                                                  \
+                r[i * os] = (T)(((U)v[i * xs] ^ sign) - sign);                                       \
+            }                                                                                        \
             break;                                                                                   \
         default: for (int64_t i = 0; i < n; i++) r[i * os] = (T)~v[i * xs]; break;                   \
         }                                                                                            \
@@ -433,6 +436,11 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
         }                                                                                       \
     } while (0)
 
+static void compare_f32_row(tn_binary_op op, int64_t n, uint8_t *o, int64_t os, const float *pa, const float *pb) {
+    const int64_t as = 1, bs = 1;
+    COMPARE_ROW(float);
+}
+
 static int int_row_op(tn_binary_op op) {
     return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_MUL || op == TN_BINARY_MAXIMUM ||
            op == TN_BINARY_MINIMUM || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
@@ -445,6 +453,18 @@ static int int_row_op(tn_binary_op op) {
  * positions). Both inputs are in `compute`. Returns 0 for any other case. */
 static int typed_binary_row(tn_binary_op op, tn_dtype compute, tn_dtype out_dtype, int64_t n, char *o, int64_t os,
                             const char *pa, int64_t as, const char *pb, int64_t bs, int64_t alpha) {
+    if (is_comparison(op) && out_dtype == TN_DTYPE_BOOL && is_half(compute)) {
+        /* widened a chunk at a time, compared as float32 */
+        const tn_kernel_table *k = tn_kernels();
+        float xa[CHUNK], xb[CHUNK];
+        for (int64_t c = 0; c < n; c += CHUNK) {
+            int64_t m = n - c < CHUNK ? n - c : CHUNK;
+            k->widen_half(compute, m, xa, 1, (const uint16_t *)(const void *)pa + c * as, as);
+            k->widen_half(compute, m, xb, 1, (const uint16_t *)(const void *)pb + c * bs, bs);
+            compare_f32_row(op, m, (uint8_t *)o + c * os, os, xa, xb);
+        }
+        return 1;
+    }
     if (is_comparison(op) && out_dtype == TN_DTYPE_BOOL) {
         switch (compute) {
         case TN_DTYPE_F32: COMPARE_ROW(float); return 1;

@@ -257,7 +257,10 @@ tn_status tn_kernel_nonzero(const tn_tensor *out, const tn_tensor *in) {
     do {                                                                              \
         T *ot = (T *)(void *)o;                                                       \
         const T *at = (const T *)(const void *)pa, *bt = (const T *)(const void *)pb; \
-        for (int64_t i = 0; i < n; i++) ot[i * os] = c[i * cs] ? at[i * as] : bt[i * bs]; \
+        for (int64_t i = 0; i < n; i++) { /* a mask, not a branch: conditions are data */  \
+            T pick = (T)0 - (T)(c[i * cs] != 0);                                     \
+            ot[i * os] = (T)((at[i * as] & pick) | (bt[i * bs] & (T)~pick));          \
+        }                                                                             \
     } while (0)
 
 void tn_kernel_where(const tn_tensor *out, const tn_tensor *cond, const tn_tensor *a,

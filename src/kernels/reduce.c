@@ -144,6 +144,18 @@ static void extreme_f32(int want_max, const float *q, int64_t stride, int64_t i0
     }
 }
 
+/* The same over int64 elements. */
+static void extreme_i64(int want_max, const int64_t *q, int64_t stride, int64_t i0, int64_t i1, int64_t base, acc *a) {
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t x = q[i * stride];
+        if (a->started && !(want_max ? x > a->i : x < a->i)) continue;
+        a->f = (double)x;
+        a->i = x;
+        a->pos = base + i;
+        a->started = 1;
+    }
+}
+
 /* Folds reduced elements [j0, j1) (numbered row by row) of the output at input offset off_in. */
 static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int64_t off_in,
                        int64_t j0, int64_t j1, acc *a) {
@@ -166,6 +178,11 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
         }
         if (op == TN_REDUCE_SUM && !fl && (in->dtype == TN_DTYPE_I64 || in->dtype == TN_DTYPE_BOOL)) {
             a->i = (int64_t)((uint64_t)a->i + sum_int(in->dtype, p, row_stride, i0, i1));
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_I64 && is_extreme(op)) {
+            extreme_i64(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, (const int64_t *)(const void *)p, row_stride, i0,
+                        i1, r * row, a);
             continue;
         }
         if (in->dtype == TN_DTYPE_F32 && is_extreme(op)) {

@@ -22,6 +22,11 @@ void tn_kernel_arange(const tn_tensor *out, const tn_scalar *start, const tn_sca
     int32_t es = tn_dtype_size(out->dtype);
     int64_t n = out->ndim ? out->sizes[0] : 1, st = out->ndim ? out->strides[0] : 0, first, last;
     tn_slice(n, ith, nth, &first, &last);
+    if (exact && out->dtype == TN_DTYPE_I64) { /* positions and indices: no per-element store dispatch */
+        int64_t *o = out->data;
+        for (int64_t i = first; i < last; i++) o[i * st] = (int64_t)((uint64_t)a.i + (uint64_t)i * (uint64_t)d.i);
+        return;
+    }
     for (int64_t i = first; i < last; i++) {
         tn_value v = {0, 0, 0, exact};
         if (exact) {
