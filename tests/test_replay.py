@@ -322,3 +322,22 @@ def test_plans_replay_in_another_process_from_the_first_call(tmp_path):
     third = run()
     assert third["plans_loaded"] == 0 and third["recordings"] == 3 and third["plans_saved"] == 3, third
     torch.testing.assert_close(third["losses"], first["losses"], rtol=1e-6, atol=1e-6)
+
+
+def test_a_recording_that_cannot_be_saved_replays_as_recorded(monkeypatch):
+    """When the plan cannot name every address of a recording (tn_capture_save refuses), the
+    graph replays the recording itself, with its own pool, and saves no plan."""
+    from torch_neuronx import _C
+
+    def refuse(self):
+        raise NotImplementedError("launch 1 (test): the argument word at byte 8 points at memory a plan cannot name")
+
+    monkeypatch.setattr(_C.Capture, "save", refuse)
+    cpu, dev = pair(Block)
+    run = compiled(dev)
+    with torch.no_grad():
+        for _ in range(5):
+            x = torch.randn(8, 32)
+            torch.testing.assert_close(run(x.to("neuron")).cpu(), cpu(x), **TOL)
+    m = get_dynamo_metrics()
+    assert m["recordings"] == 1 and m["replays"] == 3 and m["plans_saved"] == 0, m
