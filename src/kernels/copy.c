@@ -42,11 +42,6 @@ static void convert_row_nontemporal(const tn_kernel_table *k, tn_dtype dt, char 
     }
 }
 
-/* float32 to int64 as tn_value_to_i64 converts: NaN and out-of-range values give INT64_MIN. */
-static inline int64_t f32_to_i64(float x) {
-    return x >= -9223372036854775808.0f && x < 9223372036854775808.0f ? (int64_t)x : INT64_MIN;
-}
-
 #define CONVERT(TD, TS, EXPR)                                                       \
     do {                                                                            \
         TD *o = (TD *)(void *)d;                                                    \
@@ -70,12 +65,12 @@ static int typed_convert_row(tn_dtype dt, char *d, int64_t ds, tn_dtype st, cons
         return 0;
     case TN_DTYPE_I64:
         if (st == TN_DTYPE_I32) CONVERT(int64_t, int32_t, x);
-        if (st == TN_DTYPE_F32) CONVERT(int64_t, float, f32_to_i64(x));
+        if (st == TN_DTYPE_F32) CONVERT(int64_t, float, tn_float_to_i64(x));
         if (st == TN_DTYPE_BOOL) CONVERT(int64_t, uint8_t, x != 0);
         return 0;
     case TN_DTYPE_I32:
         if (st == TN_DTYPE_I64) CONVERT(int32_t, int64_t, (uint32_t)(uint64_t)x);
-        if (st == TN_DTYPE_F32) CONVERT(int32_t, float, x >= -2147483648.0f && x < 2147483648.0f ? (int32_t)x : INT32_MIN);
+        if (st == TN_DTYPE_F32) CONVERT(int32_t, float, tn_float_to_i32(x));
         if (st == TN_DTYPE_BOOL) CONVERT(int32_t, uint8_t, x != 0);
         return 0;
     case TN_DTYPE_BOOL:

@@ -47,18 +47,21 @@ static inline int tn_is_nonzero(const void *p, tn_dtype t) {
     return v.is_int ? v.i != 0 : (v.re != 0 || v.im != 0);
 }
 
-static inline int64_t tn_value_to_i64(tn_value v) {
-    if (v.is_int) return v.i;
-    if (!(v.re >= -9223372036854775808.0 && v.re < 9223372036854775808.0)) return INT64_MIN;
-    return (int64_t)v.re;
+/* A float to int64 and to int32 as x86 converts them (one instruction each): NaN and
+ * out-of-range values give INT64_MIN / INT32_MIN. */
+static inline int64_t tn_float_to_i64(double x) {
+    return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (int64_t)x : INT64_MIN;
 }
 
-/* A float converts to int32 as x86 converts it (one instruction): NaN and out-of-range values
- * give INT32_MIN. Integers wrap. */
+static inline int32_t tn_float_to_i32(double x) {
+    return x >= -2147483648.0 && x < 2147483648.0 ? (int32_t)x : INT32_MIN;
+}
+
+static inline int64_t tn_value_to_i64(tn_value v) { return v.is_int ? v.i : tn_float_to_i64(v.re); }
+
+/* Integers wrap to int32; floats convert as tn_float_to_i32. */
 static inline int32_t tn_value_to_i32(tn_value v) {
-    if (v.is_int) return (int32_t)(uint32_t)(uint64_t)v.i;
-    if (!(v.re >= -2147483648.0 && v.re < 2147483648.0)) return INT32_MIN;
-    return (int32_t)v.re;
+    return v.is_int ? (int32_t)(uint32_t)(uint64_t)v.i : tn_float_to_i32(v.re);
 }
 
 static inline void tn_store(void *p, tn_dtype t, tn_value v) {

@@ -145,7 +145,8 @@ def count_compilation(start, stats=None):
 
 def runner(forward, constants=()):
     """The boxed callable AOTAutograd gets for a graph's forward function (which takes the
-    inputs as arguments; `constants` are the device tensors it reads besides them): it replays
+    inputs as arguments; `constants` are the values it reads besides them, of which the neuron
+    tensors matter to a replay): it replays
     the graph's launches from its third call on (replay.py)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
@@ -162,11 +163,7 @@ def build(gm, kind):
     gm, stats = _compile_graph(gm, kind)
     program = Program.of(gm, kind, stats) if stats is not None else None
     constants = [operator.attrgetter(n.target)(gm) for n in gm.graph.nodes if n.op == "get_attr"]
-    return runner(gm.forward, [c for c in constants if _on_neuron(c)]), program
-
-
-def _on_neuron(value):
-    return isinstance(value, torch.Tensor) and value.device.type == "neuron"
+    return runner(gm.forward, constants), program
 
 
 def _compiler(kind):

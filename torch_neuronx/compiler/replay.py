@@ -62,7 +62,7 @@ class Replayer:
         self.count = count      # count(metric, n): the backend's counters
         # device tensors the graph reads besides its inputs (folded constants): a plan names
         # them as inputs
-        self.constants = list(constants)
+        self.constants = [c for c in constants if isinstance(c, torch.Tensor) and c.device.type == "neuron"]
         self.plan = None        # where this graph's plan is kept (graph_cache sets it), or None
         self.plan_refused = ""  # why the last recording could not be saved as a plan
         self.calls = 0
@@ -105,7 +105,7 @@ class Replayer:
         if self.recordings >= MAX_RECORDINGS:
             self._refuse(f"its inputs changed after {MAX_RECORDINGS} recordings")
             return self.forward(args)
-        device = next((x.device for x in args if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
+        device = _device_of(args)
         other = next((x for x in args if isinstance(x, torch.Tensor) and x.device.type != "neuron"
                       and (x.device.type != "cpu" or x.numel() > MAX_HOST_INPUT)), None)
         if device is None or other is not None:
@@ -162,6 +162,11 @@ class Replayer:
 PLAN_MAGIC = b"neuron replay plan 1\n"
 
 
+def _device_of(args):
+    """The device of the first neuron tensor among a graph's inputs, or None."""
+    return next((x.device for x in args if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
+
+
 def plan_path(root, program):
     """Where the plan of the graph whose cached program is the bytes `program` is kept."""
     return os.path.join(root, "plans", hashlib.sha256(program).hexdigest()[:32] + ".plan")
@@ -177,7 +182,7 @@ def plan_environment():
 def load_plan(path, args):
     """The capture saved at `path` for a graph called with `args`, or None when there is no
     usable plan there (missing, damaged, saved by another build or environment)."""
-    device = next((x.device for x in args if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
+    device = _device_of(args)
     if device is None or not os.path.exists(path):
         return None
     try:
