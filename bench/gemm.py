@@ -1,6 +1,6 @@
 """GEMM throughput: neuron (our C GEMM) vs torch.mm on the CPU with the same threads.
 
-    python bench/gemm.py [--dtypes float32,bfloat16] [--ms 1,16,128,512] [--quick]
+    python bench/gemm.py [--dtypes float32,bfloat16] [--ms 1,16,128,512] [--kns 576,4096] [--quick]
 
 Shapes are language-model shapes: M in (1, 16, 128, 512), K and N in (576, 1536, 2048, 4096).
 Prints GFLOP/s for both and the ratio neuron/CPU (this machine is noisy: read the ratios).
@@ -34,10 +34,13 @@ def main():
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--ms", default="1,16,128,512", help="the M values")
     p.add_argument("--quick", action="store_true", help="fewer shapes")
+    p.add_argument("--kns", help="the K and N values (default 576,1536,2048,4096; --quick: 576,2048)")
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
     ms = tuple(int(m) for m in args.ms.split(","))
     kns = (576, 2048) if args.quick else (576, 1536, 2048, 4096)
+    if args.kns:
+        kns = tuple(int(v) for v in args.kns.split(","))
     from torch_neuronx import _C
 
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__} with {torch.get_num_threads()} "
