@@ -1,7 +1,7 @@
 /* Blocked, packed GEMM (see tn/gemm.h).
  *
- * Loop nest (BLIS order): columns of C in blocks of NC, the k dimension in blocks of KC (B's
- * block packed into NR-wide panels), rows in blocks of MC (A's block packed, scaled by alpha,
+ * Loop nest (BLIS order): columns of C in blocks of NC, the k dimension in blocks of about KC
+ * (B's block packed into NR-wide panels), rows in blocks of MC (A's block packed, scaled by alpha,
  * into MR-tall panels), then MR x NR tiles by the ISA's micro-kernel, in the order the ISA
  * table asks (gemm_a_panel_outer): each B panel down the A block (the B panel stays in L1, the
  * A block in L2), or each A panel across the B block (the A panel in L1, the B block in L2).
@@ -23,12 +23,27 @@
 #include "tn/kernels.h"
 
 /* An A block (MC x KC floats, 144 KB) stays in a core's L2 while the micro-kernel walks the
- * B panels; NC bounds the B block packed into scratch (a B already packed is not blocked). */
-enum { KC = 256, MC = 144, NC = 1024 };
+ * B panels; NC bounds the B block packed into scratch (a B already packed is not blocked).
+ * A k block may stretch to KC_MAX (see k_block). */
+enum { KC = 256, KC_MAX = KC + KC / 4, MC = 144, NC = 1024 };
+
+/* The k block of a product of depth k: KC, unless the last block would be less than half of
+ * one and one block fewer, of equal size, stays within KC_MAX. K = 576 is two blocks of 288,
+ * not 256 + 256 + 64: a short block pays the micro-kernel's start and the C tile's load and
+ * store for few steps (bf16 on AMX: 5-12% of a product at K = 576). Always even, so that a
+ * bf16 block starts on a pair. */
+static int64_t k_block(int64_t k) {
+    int64_t blocks = (k + KC - 1) / KC, rest = k % KC;
+    if (blocks > 1 && rest != 0 && rest < KC / 2) {
+        int64_t even = ((k + blocks - 2) / (blocks - 1) + 1) / 2 * 2;
+        if (even <= KC_MAX) return even;
+    }
+    return KC;
+}
 
 int64_t tn_gemm_scratch_floats(void) {
     /* A block, B block, an edge tile, and the float32 block of a half-precision C */
-    return (int64_t)MC * KC + (int64_t)KC * NC + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR + (int64_t)MC * NC;
+    return (int64_t)MC * KC_MAX + (int64_t)KC_MAX * NC + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR + (int64_t)MC * NC;
 }
 
 static inline float load_f32(const char *base, int64_t index, tn_dtype t) {
@@ -200,7 +215,7 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     const char *bbase = (const char *)g->b.data + batch * g->b.batch_stride * tn_dtype_size(g->b.dtype);
     float *cbase = (float *)g->c.data + batch * g->c.batch_stride;
     const int32_t nr = k->gemm_nr;
-    float *ap = scratch, *bp = scratch + MC * KC, *tile = bp + (int64_t)KC * NC;
+    float *ap = scratch, *bp = scratch + MC * KC_MAX, *tile = bp + (int64_t)KC_MAX * NC;
     /* beta == 0: the first k block stores its tiles, so C is neither cleared nor read first */
     int overwrite = g->beta == 0.0f && g->k > 0;
     if (!overwrite) scale_c(&g->c, cbase, i0, i1, j0, j1, g->beta);
@@ -210,8 +225,8 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
     const int64_t ncmax = g->b_packed && !k->gemm_a_panel_outer ? j1 - j0 : NC;
     for (int64_t jc = j0; jc < j1; jc += ncmax) {
         int64_t nc = j1 - jc < ncmax ? j1 - jc : ncmax;
-        for (int64_t pc = 0; pc < g->k; pc += KC) {
-            int64_t kc = g->k - pc < KC ? g->k - pc : KC;
+        for (int64_t pc = 0, kb = k_block(g->k); pc < g->k; pc += kb) {
+            int64_t kc = g->k - pc < kb ? g->k - pc : kb;
             const float *bblock = bp;
             if (g->b_packed)
                 bblock = (const float *)g->b_packed + pc * panels(g->n, nr) * nr + (jc / nr) * kc * nr;
@@ -322,8 +337,8 @@ typedef struct bf16_operands {
 static bf16_operands bf16_operands_of(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch) {
     bf16_operands o = {(const uint16_t *)g->a.data + batch * g->a.batch_stride,
                        (const uint16_t *)g->b.data + batch * g->b.batch_stride,
-                       (uint16_t *)scratch, (uint16_t *)(scratch + MC * KC),
-                       scratch + MC * KC + (int64_t)KC * NC, k->gemm_bf16_mr, k->gemm_bf16_nr,
+                       (uint16_t *)scratch, (uint16_t *)(scratch + MC * KC_MAX),
+                       scratch + MC * KC_MAX + (int64_t)KC_MAX * NC, k->gemm_bf16_mr, k->gemm_bf16_nr,
                        MC / k->gemm_bf16_mr * k->gemm_bf16_mr};
     return o;
 }
@@ -394,8 +409,8 @@ static void block_bf16(const tn_gemm *g, const tn_kernel_table *k, float *scratc
     if (g->k == 0) return;
     for (int64_t jc = j0; jc < j1; jc += NC) {
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
-        for (int64_t pc = 0; pc < g->k; pc += KC) {
-            int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+        for (int64_t pc = 0, kb = k_block(g->k); pc < g->k; pc += kb) {
+            int64_t kc = g->k - pc < kb ? g->k - pc : kb, kp = (kc + 1) / 2;
             const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
             for (int64_t ic = i0; ic < i1; ic += o.mc) {
                 int64_t mc = i1 - ic < o.mc ? i1 - ic : o.mc;
@@ -421,8 +436,8 @@ static void block_bf16_half_c(const tn_gemm *g, const tn_kernel_table *k, float 
         int64_t nc = j1 - jc < NC ? j1 - jc : NC;
         for (int64_t ic = i0; ic < i1; ic += o.mc) {
             int64_t mc = i1 - ic < o.mc ? i1 - ic : o.mc;
-            for (int64_t pc = 0; pc < g->k; pc += KC) {
-                int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+            for (int64_t pc = 0, kb = k_block(g->k); pc < g->k; pc += kb) {
+                int64_t kc = g->k - pc < kb ? g->k - pc : kb, kp = (kc + 1) / 2;
                 const uint16_t *bblock = b_block_bf16(g, k, o.bp, o.b, pc, kc, jc, nc, o.nr);
                 int64_t full = a_block_bf16(g, k, o.ap, o.a, ic, mc, pc, kc, o.mr);
                 tiles_bf16(g, k, &o, bblock, ic, mc, full, pc, kp, nc, &cm, cf, 1.0f, pc > 0);
@@ -507,9 +522,9 @@ static void dots(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int6
 }
 
 /* ---- B packed once (see tn_gemm_packed_b_bytes) ----
- * Layout: k blocks of KC in order; in each, the column panels of the block's kc rows as
- * pack_b (float32, kc * nr floats a panel) or pack_b_pairs (bf16, (kc+1)/2 * nr pairs a
- * panel) writes them. KC is even, so a bf16 block starts at pair pc / 2. After the panels,
+ * Layout: the k blocks of k_block() in order; in each, the column panels of the block's kc
+ * rows as pack_b (float32, kc * nr floats a panel) or pack_b_pairs (bf16, (kc+1)/2 * nr pairs
+ * a panel) writes them. Blocks are even, so a bf16 block starts at pair pc / 2. After the panels,
  * SAMPLES elements of B spread over the matrix, as packed: a GEMM compares them with B before
  * trusting the packing, so a B rewritten behind the version counter's back (through
  * `.data`) is packed afresh rather than read stale. */
@@ -557,8 +572,8 @@ void tn_gemm_pack_b_with(const tn_kernel_table *k, const tn_gemm *g, void *dst, 
     tn_slice(np, ith, nth, &first, &last);
     if (first >= last) return;
     int64_t j0 = first * nr, nc = (last * nr < g->n ? last * nr : g->n) - j0;
-    for (int64_t pc = 0; pc < g->k; pc += KC) {
-        int64_t kc = g->k - pc < KC ? g->k - pc : KC, kp = (kc + 1) / 2;
+    for (int64_t pc = 0, kb = k_block(g->k); pc < g->k; pc += kb) {
+        int64_t kc = g->k - pc < kb ? g->k - pc : kb, kp = (kc + 1) / 2;
         if (bf16)
             pack_b_pairs(k, (uint16_t *)dst + pc / 2 * np * nr * 2 + first * kp * nr * 2, &g->b,
                          g->b.data, pc, kc, j0, nc, nr);
