@@ -60,7 +60,7 @@ OP_NAMES = [
     "tanh", "sigmoid", "nn.functional.silu", "nn.functional.gelu", "nn.functional.relu", "neg",
     "abs", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "where", "clamp", "masked_fill", "lerp", "addcmul", "addcdiv",
-    "log2", "log10", "exp2", "expm1", "log1p", "xlogy",
+    "log2", "log10", "exp2", "expm1", "log1p", "xlogy", "remainder", "fmod", "floor_divide",
     # reductions, scans, softmax, sorting
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "var", "std",
     "var_mean", "std_mean", "norm", "linalg.vector_norm", "all", "any", "cumsum", "logsumexp",

@@ -85,6 +85,8 @@ typedef enum tn_binary_op {
     TN_BINARY_GELU_BACKWARD,      /* b is gelu's input (erf form) */
     TN_BINARY_GELU_TANH_BACKWARD, /* b is gelu's input (tanh form) */
     TN_BINARY_XLOGY,              /* a * log(b); 0 where a == 0, NaN where b is NaN */
+    TN_BINARY_REMAINDER,          /* a - b * floor(a / b): the sign of b (Python's %) */
+    TN_BINARY_FMOD,               /* a - b * trunc(a / b): the sign of a (C's fmod and %) */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

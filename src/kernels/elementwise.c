@@ -149,6 +149,11 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_MINIMUM: return (a != a || b != b) ? a + b : (a < b ? a : b);
     case TN_BINARY_POW: return pow(a, b);
     case TN_BINARY_XLOGY: return b != b ? b : (a == 0 ? 0.0 : a * log(b));
+    case TN_BINARY_FMOD: return fmod(a, b);
+    case TN_BINARY_REMAINDER: {
+        double m = fmod(a, b);
+        return m != 0 && ((b < 0) != (m < 0)) ? m + b : m;
+    }
     case TN_BINARY_THRESHOLD_BACKWARD: return b <= alpha ? 0.0 : a;
     case TN_BINARY_SIGMOID_BACKWARD: return a * (1.0 - b) * b;
     case TN_BINARY_TANH_BACKWARD: return a * (1.0 - b * b);
@@ -190,6 +195,21 @@ static int compare(tn_binary_op op, tn_value a, tn_value b, int as_int) {
     }
 }
 
+/* Integer division of a by b != 0 as PyTorch's CPU kernels do it: the quotient rounded toward
+ * zero or down, the remainder with the divisor's sign or (fmod) the dividend's. A divisor of
+ * -1 wraps (INT64_MIN / -1 is INT64_MIN) and leaves no remainder, without C's overflow. */
+static inline int64_t int_division(tn_binary_op op, int64_t a, int64_t b) {
+    if (b == -1) return op == TN_BINARY_DIV_TRUNC || op == TN_BINARY_DIV_FLOOR ? (int64_t)(0 - (uint64_t)a) : 0;
+    int64_t q = a / b, r = a % b;
+    int differ = r != 0 && ((r < 0) != (b < 0));
+    switch (op) {
+    case TN_BINARY_DIV_TRUNC: return q;
+    case TN_BINARY_DIV_FLOOR: return differ ? q - 1 : q;
+    case TN_BINARY_REMAINDER: return differ ? r + b : r;
+    default: return r;
+    }
+}
+
 /* Integer arithmetic in int64 with wrap-around; sets *zero_div on integer division by 0. */
 static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, int is_bool,
                           int *zero_div) {
@@ -199,16 +219,14 @@ static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, 
     case TN_BINARY_SUB: return (int64_t)(ua - ual * ub);
     case TN_BINARY_MUL: return is_bool ? (a && b) : (int64_t)(ua * ub);
     case TN_BINARY_DIV_TRUNC:
-    case TN_BINARY_DIV_FLOOR: {
+    case TN_BINARY_DIV_FLOOR:
+    case TN_BINARY_REMAINDER:
+    case TN_BINARY_FMOD:
         if (b == 0) {
             *zero_div = 1;
             return 0;
         }
-        if (b == -1) return (int64_t)(0 - ua); /* INT64_MIN / -1 wraps as in PyTorch */
-        int64_t q = a / b;
-        if (op == TN_BINARY_DIV_FLOOR && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
-        return q;
-    }
+        return int_division(op, a, b);
     case TN_BINARY_MAXIMUM: return a > b ? a : b;
     case TN_BINARY_MINIMUM: return a < b ? a : b;
     case TN_BINARY_POW: {
@@ -436,6 +454,28 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
         }                                                                                       \
     } while (0)
 
+/* One row of integer division on T views (int_division's results, in T); a zero divisor
+ * sets *zero_div and gives 0. */
+#define INT_DIVISION_ROW(T)                                                                     \
+    do {                                                                                        \
+        const T *x = (const T *)pa, *y = (const T *)pb;                                         \
+        T *r = (T *)o;                                                                          \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            T d = y[i * bs];                                                                    \
+            if (d == 0) {                                                                       \
+                *zero_div = 1;                                                                  \
+                r[i * os] = 0;                                                                  \
+            } else {                                                                            \
+                r[i * os] = (T)int_division(op, x[i * as], d);                                  \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
+static int is_division(tn_binary_op op) {
+    return op == TN_BINARY_DIV_TRUNC || op == TN_BINARY_DIV_FLOOR || op == TN_BINARY_REMAINDER ||
+           op == TN_BINARY_FMOD;
+}
+
 static void compare_f32_row(tn_binary_op op, int64_t n, uint8_t *o, int64_t os, const float *pa, const float *pb) {
     const int64_t as = 1, bs = 1;
     COMPARE_ROW(float);
@@ -449,10 +489,11 @@ static int int_row_op(tn_binary_op op) {
 
 /* A row of the common non-float32 binary ops as typed loops instead of the generic
  * element-by-element path: comparisons of float32, int64 and int32 into bool, int64 and
- * int32 arithmetic and bitwise ops, and logical and bitwise ops of bools (masks, token ids,
- * positions). Both inputs are in `compute`. Returns 0 for any other case. */
+ * int32 arithmetic, division (quotients and remainders; a zero divisor sets *zero_div) and
+ * bitwise ops, and logical and bitwise ops of bools (masks, token ids, positions). Both
+ * inputs are in `compute`. Returns 0 for any other case. */
 static int typed_binary_row(tn_binary_op op, tn_dtype compute, tn_dtype out_dtype, int64_t n, char *o, int64_t os,
-                            const char *pa, int64_t as, const char *pb, int64_t bs, int64_t alpha) {
+                            const char *pa, int64_t as, const char *pb, int64_t bs, int64_t alpha, int *zero_div) {
     if (is_comparison(op) && out_dtype == TN_DTYPE_BOOL && is_half(compute)) {
         /* widened a chunk at a time, compared as float32 */
         const tn_kernel_table *k = tn_kernels();
@@ -480,6 +521,14 @@ static int typed_binary_row(tn_binary_op op, tn_dtype compute, tn_dtype out_dtyp
     }
     if (int_row_op(op) && compute == TN_DTYPE_I32) {
         INT_ROW(int32_t, uint32_t);
+        return 1;
+    }
+    if (is_division(op) && compute == TN_DTYPE_I64) {
+        INT_DIVISION_ROW(int64_t);
+        return 1;
+    }
+    if (is_division(op) && compute == TN_DTYPE_I32) {
+        INT_DIVISION_ROW(int32_t);
         return 1;
     }
     if (compute == TN_DTYPE_BOOL && (is_logical(op) || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
@@ -541,7 +590,8 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             }
             if (i >= n) continue;
         }
-        if (typed && typed_binary_row(op, compute, out->dtype, n, o, os, pa, as, pb, bs, alpha_i)) continue;
+        if (typed && typed_binary_row(op, compute, out->dtype, n, o, os, pa, as, pb, bs, alpha_i, &zero_div))
+            continue;
         for (int64_t i = 0; i < n; i++) {
             tn_value v = binary_value(op, tn_load(pa + i * as * aes, a->dtype),
                                       tn_load(pb + i * bs * bes, b->dtype), &al, compute,

@@ -51,6 +51,16 @@ static inline float f_min(float a, float b, float al) {
     (void)al;
     return (a != a || b != b) ? a + b : (a < b ? a : b);
 }
+/* fmodf is exact; the remainder takes the divisor's sign, as PyTorch's CPU kernel does */
+static inline float f_fmod(float a, float b, float al) {
+    (void)al;
+    return fmodf(a, b);
+}
+static inline float f_remainder(float a, float b, float al) {
+    (void)al;
+    float m = fmodf(a, b);
+    return m != 0.0f && ((b < 0.0f) != (m < 0.0f)) ? m + b : m;
+}
 static inline float f_threshold_bw(float g, float x, float th) { return x <= th ? 0.0f : g; }
 static inline float f_sigmoid_bw(float g, float y, float al) { (void)al; return g * (1.0f - y) * y; }
 static inline float f_tanh_bw(float g, float y, float al) { (void)al; return g * (1.0f - y * y); }
@@ -128,6 +138,8 @@ static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t 
     case TN_BINARY_SILU_BACKWARD: row2(f_silu_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_GELU_TANH_BACKWARD: row2(f_gelu_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_POW: pow_row(n, o, os, a, as, b, bs); return 1;
+    case TN_BINARY_FMOD: row2(f_fmod, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_REMAINDER: row2(f_remainder, n, o, os, a, as, b, bs, alpha); return 1;
     default: return 0;
     }
 }

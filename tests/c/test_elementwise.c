@@ -119,6 +119,11 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
         return a * s * (1.0 + b * (1.0 - s));
     }
     case TN_BINARY_POW: return pow(a, b);
+    case TN_BINARY_FMOD: return fmod(a, b); /* exact */
+    case TN_BINARY_REMAINDER: { /* fmod moved to the divisor's sign */
+        double m = fmod(a, b);
+        return m != 0 && (m < 0) != (b < 0) ? m + b : m;
+    }
     default: return NAN;
     }
 }
@@ -179,6 +184,63 @@ void test_binary_rows_every_isa(void) {
 static tn_tensor vec(void *data, tn_dtype dt, int64_t n, int64_t stride) {
     tn_tensor t = {.data = data, .dtype = dt, .ndim = 1, .sizes = {n}, .strides = {stride}};
     return t;
+}
+
+/* Integer quotients and remainders (int64 and int32 rows, a broadcast divisor, and the generic
+ * path through a mixed-dtype view) against Python's rules written out: floor division rounds
+ * down, % takes the divisor's sign, fmod the dividend's; -1 wraps INT_MIN; a zero divisor is
+ * reported, not a crash. */
+static int64_t py_floordiv(int64_t a, int64_t b) {
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    return (q * b != a && (a ^ b) < 0) ? q - 1 : q;
+}
+
+static int64_t want_division(tn_binary_op op, int64_t a, int64_t b) {
+    if (b == -1) return op == TN_BINARY_DIV_TRUNC || op == TN_BINARY_DIV_FLOOR ? (int64_t)(0 - (uint64_t)a) : 0;
+    switch (op) {
+    case TN_BINARY_DIV_TRUNC: return a / b;
+    case TN_BINARY_DIV_FLOOR: return py_floordiv(a, b);
+    case TN_BINARY_REMAINDER: return (int64_t)((uint64_t)a - (uint64_t)b * (uint64_t)py_floordiv(a, b));
+    default: return a - b * (a / b);
+    }
+}
+
+void test_integer_division_rows(void) {
+    enum { M = 64 };
+    int64_t a[M], b[M], o[M];
+    int32_t a32[M], b32[M], o32[M];
+    for (int i = 0; i < M; i++) {
+        a[i] = (int64_t)((i * 37) % 41) - 20;
+        b[i] = (int64_t)((i * 11) % 13) - 6;
+        if (b[i] == 0) b[i] = 7;
+    }
+    a[0] = INT64_MIN, b[0] = -1;
+    a[1] = INT64_MIN, b[1] = 3;
+    a[2] = INT64_MAX, b[2] = -2;
+    for (int i = 0; i < M; i++) a32[i] = i < 3 ? (i == 2 ? INT32_MAX : INT32_MIN) : (int32_t)a[i], b32[i] = (int32_t)b[i];
+    tn_scalar one = {.kind = TN_SCALAR_KIND_INT, .i = 1};
+    const tn_binary_op ops[] = {TN_BINARY_DIV_TRUNC, TN_BINARY_DIV_FLOOR, TN_BINARY_REMAINDER, TN_BINARY_FMOD};
+    for (int k = 0; k < 4; k++) {
+        tn_tensor ta = vec(a, TN_DTYPE_I64, M, 1), tb = vec(b, TN_DTYPE_I64, M, 1), to = vec(o, TN_DTYPE_I64, M, 1);
+        CHECK_OK(tn_kernel_binary(ops[k], &to, &ta, &tb, &one, TN_DTYPE_I64, 0, 1));
+        for (int i = 0; i < M; i++) CHECK(o[i] == want_division(ops[k], a[i], b[i]));
+        tn_tensor tb0 = vec(b + 5, TN_DTYPE_I64, M, 0); /* one divisor for the row */
+        CHECK_OK(tn_kernel_binary(ops[k], &to, &ta, &tb0, &one, TN_DTYPE_I64, 0, 1));
+        for (int i = 0; i < M; i++) CHECK(o[i] == want_division(ops[k], a[i], b[5]));
+        tn_tensor t32a = vec(a32, TN_DTYPE_I32, M, 1), t32b = vec(b32, TN_DTYPE_I32, M, 1),
+                  t32o = vec(o32, TN_DTYPE_I32, M, 1);
+        CHECK_OK(tn_kernel_binary(ops[k], &t32o, &t32a, &t32b, &one, TN_DTYPE_I32, 0, 1));
+        for (int i = 0; i < M; i++) CHECK(o32[i] == (int32_t)want_division(ops[k], a32[i], b32[i]));
+        /* int32 inputs computed in int64 (the generic path) */
+        CHECK_OK(tn_kernel_binary(ops[k], &to, &t32a, &t32b, &one, TN_DTYPE_I64, 0, 1));
+        for (int i = 0; i < M; i++) CHECK(o[i] == want_division(ops[k], a32[i], b32[i]));
+        b[9] = 0;
+        CHECK(tn_kernel_binary(ops[k], &to, &ta, &tb, &one, TN_DTYPE_I64, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+        b32[9] = 0;
+        CHECK(tn_kernel_binary(ops[k], &t32o, &t32a, &t32b, &one, TN_DTYPE_I32, 0, 1) == TN_STATUS_INVALID_ARGUMENT);
+        b[9] = 7, b32[9] = 7;
+    }
 }
 
 void test_half_and_generic_paths(void) {

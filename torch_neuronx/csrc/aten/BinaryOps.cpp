@@ -13,6 +13,8 @@
 #include <ATen/ops/eq.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/floor_divide.h>
+#include <ATen/ops/fmod.h>
+#include <ATen/ops/remainder.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu_backward.h>
 #include <ATen/ops/gt.h>
@@ -164,6 +166,21 @@ Tensor& floor_divide_(Tensor& self, const Tensor& other) {
   return div_mode_out(self, other, "floor", self);
 }
 
+// remainder (Python's %: the divisor's sign) and fmod (C's: the dividend's), of integers and
+// floats; bool has neither (the CPU fallback raises PyTorch's error). An integer zero divisor
+// raises as on the CPU.
+template <class Op, tn_binary_op code>
+Tensor& modulo_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  if (iter.common_dtype() == at::kBool) return via_fallback<Op>(self, other, out);
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+// A Python number % a tensor.
+Tensor remainder_scalar_self(const c10::Scalar& self, const Tensor& other) {
+  return at::remainder(at::native::wrapped_scalar_tensor(self), other);
+}
+
 // A Python number raised to a tensor: the base travels with the launch as a scalar operand.
 Tensor& pow_scalar_base_out(const c10::Scalar& base, const Tensor& exponent, Tensor& out) {
   using Op = at::_ops::pow_Scalar_out;
@@ -268,6 +285,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Tensor_out", pow_tensor_out);
   m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
   m.impl("pow.Scalar_out", pow_scalar_base_out);
+  m.impl("remainder.Tensor_out", modulo_out<at::_ops::remainder_Tensor_out, TN_BINARY_REMAINDER>);
+  m.impl("remainder.Tensor", plain<modulo_out<at::_ops::remainder_Tensor_out, TN_BINARY_REMAINDER>>);
+  m.impl("remainder_.Tensor", plain_<modulo_out<at::_ops::remainder_Tensor_out, TN_BINARY_REMAINDER>>);
+  m.impl("remainder.Scalar_Tensor", remainder_scalar_self);
+  m.impl("fmod.Tensor_out", modulo_out<at::_ops::fmod_Tensor_out, TN_BINARY_FMOD>);
+  m.impl("fmod.Tensor", plain<modulo_out<at::_ops::fmod_Tensor_out, TN_BINARY_FMOD>>);
+  m.impl("fmod_.Tensor", plain_<modulo_out<at::_ops::fmod_Tensor_out, TN_BINARY_FMOD>>);
   m.impl("floor_divide.out", floor_divide_out);
   m.impl("floor_divide", floor_divide);
   m.impl("floor_divide_.Tensor", floor_divide_);
