@@ -34,6 +34,22 @@ def test_cumsum(dtype):
                                torch.cumsum(x, 1, dtype=torch.float64))
 
 
+def test_cumsum_typed_rows_match_cpu_exactly():
+    """The typed rows: positions from a bool attention mask, int64 sums that wrap around,
+    int32 promoted to int64, and a long float32 row accumulated in double as the CPU does
+    (bit for bit), along contiguous and strided rows."""
+    g = torch.Generator().manual_seed(0)
+    mask = torch.rand(3, 50, generator=g) > 0.3
+    big = torch.tensor([2**62, 2**62, 2**62, -5, 7])
+    i32 = torch.randint(-2**31, 2**31 - 1, (6, 9), generator=g, dtype=torch.int32)
+    f32 = torch.randn(100_000, generator=g)
+    cases = [(mask, -1), (mask.t(), 0), (big, 0), (i32, 1), (i32, 0), (f32, 0), (f32.view(100, 1000), 0)]
+    for x, dim in cases:
+        got = native(lambda: torch.cumsum(x.to("neuron"), dim)).cpu()
+        assert got.dtype == torch.cumsum(x, dim).dtype
+        torch.testing.assert_close(got, torch.cumsum(x, dim), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("k", [-1, 0, 2])
 def test_triu_tril(k):
     x = torch.randn(2, 5, 6)

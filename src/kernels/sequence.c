@@ -39,6 +39,38 @@ void tn_kernel_arange(const tn_tensor *out, const tn_scalar *start, const tn_sca
     }
 }
 
+/* A row of the common cumsums as typed loops, the generic loop's results: int64 sums of int64,
+ * int32 or bool (positions from an attention mask) wrapping around, float32 sums of float32
+ * accumulated in double (as the CPU does). Returns 0 for other dtypes. */
+#define CUMSUM_INT_ROW(T)                                                          \
+    do {                                                                           \
+        const T *v = (const T *)x;                                                 \
+        for (int64_t i = 0; i < n; i++) o[i * os] = (int64_t)(s += (uint64_t)v[i * is]); \
+    } while (0)
+
+static int cumsum_row_typed(tn_dtype od, tn_dtype id, int64_t n, char *y, int64_t os, const char *x, int64_t is) {
+    if (od == TN_DTYPE_F32 && id == TN_DTYPE_F32) {
+        const float *v = (const float *)x;
+        float *o = (float *)y;
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) o[i * os] = (float)(s += v[i * is]);
+        return 1;
+    }
+    if (od != TN_DTYPE_I64) return 0;
+    int64_t *o = (int64_t *)y;
+    uint64_t s = 0;
+    switch (id) {
+    case TN_DTYPE_I64: CUMSUM_INT_ROW(int64_t); return 1;
+    case TN_DTYPE_I32: CUMSUM_INT_ROW(int32_t); return 1;
+    case TN_DTYPE_BOOL: {
+        const uint8_t *v = (const uint8_t *)x;
+        for (int64_t i = 0; i < n; i++) o[i * os] = (int64_t)(s += v[i * is] != 0);
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
 void tn_kernel_cumsum(const tn_tensor *out, const tn_tensor *in, int32_t ith, int32_t nth) {
     int64_t n = out->ndim ? out->sizes[out->ndim - 1] : 1;
     int64_t rows = n ? tn_tensor_numel(out) / n : 0, first, last;
@@ -49,6 +81,7 @@ void tn_kernel_cumsum(const tn_tensor *out, const tn_tensor *in, int32_t ith, in
     for (int64_t r = first; r < last; r++) {
         const char *x = (const char *)in->data + tn_row_offset(in, r, 1) * ies;
         char *y = (char *)out->data + tn_row_offset(out, r, 1) * oes;
+        if (cumsum_row_typed(out->dtype, in->dtype, n, y, os, x, is)) continue;
         double fsum = 0;
         int64_t isum = 0;
         for (int64_t i = 0; i < n; i++) {
