@@ -36,6 +36,34 @@ def test_pointwise_compositions():
     torch.testing.assert_close(torch.clamp(on(nan), max=1.0).cpu(), torch.clamp(nan, max=1.0), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32])
+def test_clamp_with_both_bounds_is_one_launch_as_the_cpu(dtype):
+    """Both bounds: one pass (the upper bound travels with the launch), with the CPU's rules:
+    a NaN element or bound gives NaN, a lower bound above the upper gives the upper, bounds
+    round to the tensor's dtype, out= of another dtype takes the cast result."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(7, 33, generator=g) * 100).to(dtype)
+    if dtype.is_floating_point:
+        x[0, :3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    bounds = [(-50, 50), (60, -60), (0, 0)] + ([] if dtype == torch.float16 else [(-1e9, 1e9)])
+    if dtype == torch.float16:   # a bound past float16's range: the CPU's error
+        with pytest.raises(RuntimeError, match="without overflow"):
+            torch.clamp(on(x), -1e9, 1e9)
+    if dtype.is_floating_point:
+        bounds += [(-0.3333, 0.7777), (float("nan"), 1.0), (-1.0, float("nan"))]
+    for lo, hi in bounds:
+        got = native(lambda: torch.clamp(on(x), lo, hi)).cpu()
+        torch.testing.assert_close(got, torch.clamp(x, lo, hi), rtol=0, atol=0, equal_nan=True)
+        got = native(lambda: torch.clamp(on(x).t(), lo, hi)).cpu()   # strided rows
+        torch.testing.assert_close(got, torch.clamp(x.t(), lo, hi), rtol=0, atol=0, equal_nan=True)
+    y = on(x)
+    y.clamp_(-5, 5)
+    torch.testing.assert_close(y.cpu(), torch.clamp(x, -5, 5), rtol=0, atol=0, equal_nan=True)
+    out = torch.empty(7, 33, dtype=torch.float64, device="neuron")
+    torch.clamp(on(x), -5, 5, out=out)
+    torch.testing.assert_close(out.cpu(), torch.clamp(x, -5, 5).double(), rtol=0, atol=0, equal_nan=True)
+
+
 def test_vector_norms():
     x = torch.randn(4, 9)
     for kw in (dict(), dict(dim=1), dict(dim=0, keepdim=True), dict(ord=float("inf"), dim=1)):

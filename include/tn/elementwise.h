@@ -87,6 +87,7 @@ typedef enum tn_binary_op {
     TN_BINARY_XLOGY,              /* a * log(b); 0 where a == 0, NaN where b is NaN */
     TN_BINARY_REMAINDER,          /* a - b * floor(a / b): the sign of b (Python's %) */
     TN_BINARY_FMOD,               /* a - b * trunc(a / b): the sign of a (C's fmod and %) */
+    TN_BINARY_CLAMP,              /* minimum(maximum(a, b), alpha): clamp to [b, alpha], NaN propagates */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

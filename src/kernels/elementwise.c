@@ -147,6 +147,10 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     }
     case TN_BINARY_MAXIMUM: return (a != a || b != b) ? a + b : (a > b ? a : b);
     case TN_BINARY_MINIMUM: return (a != a || b != b) ? a + b : (a < b ? a : b);
+    case TN_BINARY_CLAMP: {
+        double lo = (a != a || b != b) ? a + b : (a > b ? a : b);
+        return (lo != lo || alpha != alpha) ? lo + alpha : (lo < alpha ? lo : alpha);
+    }
     case TN_BINARY_POW: return pow(a, b);
     case TN_BINARY_XLOGY: return b != b ? b : (a == 0 ? 0.0 : a * log(b));
     case TN_BINARY_FMOD: return fmod(a, b);
@@ -229,6 +233,10 @@ static int64_t binary_int(tn_binary_op op, int64_t a, int64_t b, int64_t alpha, 
         return int_division(op, a, b);
     case TN_BINARY_MAXIMUM: return a > b ? a : b;
     case TN_BINARY_MINIMUM: return a < b ? a : b;
+    case TN_BINARY_CLAMP: {
+        int64_t lo = a < b ? b : a;
+        return lo > alpha ? alpha : lo;
+    }
     case TN_BINARY_POW: {
         if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
         uint64_t r = 1, base = ua;
@@ -292,7 +300,7 @@ static int cheap_unary(tn_unary_op op) {
 
 static int cheap_binary(tn_binary_op op) {
     return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_MUL || op == TN_BINARY_DIV ||
-           op == TN_BINARY_MAXIMUM || op == TN_BINARY_MINIMUM ||
+           op == TN_BINARY_MAXIMUM || op == TN_BINARY_MINIMUM || op == TN_BINARY_CLAMP ||
            op == TN_BINARY_THRESHOLD_BACKWARD || op == TN_BINARY_SIGMOID_BACKWARD ||
            op == TN_BINARY_TANH_BACKWARD;
 }
@@ -448,6 +456,12 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
         case TN_BINARY_MUL: for (int64_t i = 0; i < n; i++) r[i * os] = (T)((U)x[i * as] * (U)y[i * bs]); break;      \
         case TN_BINARY_MAXIMUM: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] > y[i * bs] ? x[i * as] : y[i * bs]; break; \
         case TN_BINARY_MINIMUM: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] < y[i * bs] ? x[i * as] : y[i * bs]; break; \
+        case TN_BINARY_CLAMP:                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                   \
+                T v = x[i * as] < y[i * bs] ? y[i * bs] : x[i * as];                            \
+                r[i * os] = v > (T)alpha ? (T)alpha : v;                                        \
+            }                                                                                   \
+            break;                                                                              \
         case TN_BINARY_BITWISE_AND: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] & y[i * bs]; break; \
         case TN_BINARY_BITWISE_OR: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] | y[i * bs]; break;  \
         default: for (int64_t i = 0; i < n; i++) r[i * os] = x[i * as] ^ y[i * bs]; break;                    \
@@ -483,7 +497,7 @@ static void compare_f32_row(tn_binary_op op, int64_t n, uint8_t *o, int64_t os, 
 
 static int int_row_op(tn_binary_op op) {
     return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_MUL || op == TN_BINARY_MAXIMUM ||
-           op == TN_BINARY_MINIMUM || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
+           op == TN_BINARY_MINIMUM || op == TN_BINARY_CLAMP || op == TN_BINARY_BITWISE_AND || op == TN_BINARY_BITWISE_OR ||
            op == TN_BINARY_BITWISE_XOR;
 }
 
@@ -546,6 +560,12 @@ static int typed_binary_row(tn_binary_op op, tn_dtype compute, tn_dtype out_dtyp
     return 0;
 }
 
+/* A chunk of one half value, widened. */
+static void splat_half(const tn_kernel_table *k, tn_dtype t, float chunk[CHUNK], const uint16_t *value) {
+    k->widen_half(t, 1, chunk, 1, value, 1);
+    for (int i = 1; i < CHUNK; i++) chunk[i] = chunk[0];
+}
+
 tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
                            const tn_tensor *b, const tn_scalar *alpha, tn_dtype compute,
                            int32_t ith, int32_t nth) {
@@ -581,10 +601,13 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
         if (same && is_half(compute)) {
             float ba[CHUNK], bb[CHUNK], res[CHUNK];
             int64_t i = 0;
+            /* a broadcast operand (a scalar: x * 0.5) is widened once, not per chunk */
+            if (as == 0) splat_half(k, compute, ba, (const uint16_t *)pa);
+            if (bs == 0) splat_half(k, compute, bb, (const uint16_t *)pb);
             for (; i < n; i += CHUNK) {
                 int64_t m = n - i < CHUNK ? n - i : CHUNK;
-                k->widen_half(compute, m, ba, 1, (const uint16_t *)pa + i * as, as);
-                k->widen_half(compute, m, bb, 1, (const uint16_t *)pb + i * bs, bs);
+                if (as != 0) k->widen_half(compute, m, ba, 1, (const uint16_t *)pa + i * as, as);
+                if (bs != 0) k->widen_half(compute, m, bb, 1, (const uint16_t *)pb + i * bs, bs);
                 if (!k->binary_f32(op, m, res, 1, ba, 1, bb, 1, alpha_f)) break;
                 k->narrow_half(compute, m, (uint16_t *)o + i * os, os, res, 1);
             }

@@ -51,6 +51,13 @@ static inline float f_min(float a, float b, float al) {
     (void)al;
     return (a != a || b != b) ? a + b : (a < b ? a : b);
 }
+/* maximum with b, then minimum with al: a NaN anywhere gives NaN (selects only, so that the
+ * row vectorizes) */
+static inline float f_clamp(float a, float b, float al) {
+    float v = a < b ? b : a;
+    v = v > al ? al : v;
+    return (a != a || b != b || al != al) ? a + b + al : v;
+}
 /* fmodf is exact; the remainder takes the divisor's sign, as PyTorch's CPU kernel does */
 static inline float f_fmod(float a, float b, float al) {
     (void)al;
@@ -132,6 +139,7 @@ static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t 
     case TN_BINARY_DIV: row2(f_div, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_MAXIMUM: row2(f_max, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_MINIMUM: row2(f_min, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_CLAMP: row2(f_clamp, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_THRESHOLD_BACKWARD: row2(f_threshold_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_SIGMOID_BACKWARD: row2(f_sigmoid_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_TANH_BACKWARD: row2(f_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;

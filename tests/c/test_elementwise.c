@@ -243,6 +243,40 @@ void test_integer_division_rows(void) {
     }
 }
 
+/* Every ISA's float16 rows (F16C where the variant has it) against the inline conversions:
+ * all 65536 halves widened, and floats around every half (halfway cases, subnormals,
+ * overflow to inf, infinities) narrowed; NaN only needs to stay NaN. */
+void test_f16_rows_every_isa(void) {
+    enum { H = 65536, F = 3 * 65536 };
+    static uint16_t h[H], got_h[F];
+    static float f[F], got_f[H];
+    for (int i = 0; i < H; i++) h[i] = (uint16_t)i;
+    for (int i = 0; i < H; i++) { /* each half, halfway to the next, and a hair above that */
+        float x = tn_f16_to_f32((uint16_t)i), y = tn_f16_to_f32((uint16_t)(i + 1 < H ? i + 1 : i));
+        f[3 * i] = x;
+        f[3 * i + 1] = isfinite(x) && isfinite(y) ? (float)(((double)x + (double)y) / 2) : 70000.0f;
+        f[3 * i + 2] = isfinite(x) ? nextafterf(f[3 * i + 1], INFINITY) : -1e30f;
+    }
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        k->widen_half(TN_DTYPE_F16, H - 3, got_f + 3, 1, h + 3, 1); /* a start off 32 bytes */
+        k->narrow_half(TN_DTYPE_F16, F, got_h, 1, f, 1);
+        int bad = 0;
+        for (int i = 3; i < H; i++) {
+            float want = tn_f16_to_f32(h[i]);
+            bad += isnan(want) ? !isnan(got_f[i]) : memcmp(&want, &got_f[i], 4) != 0;
+        }
+        for (int i = 0; i < F; i++) {
+            uint16_t want = tn_f32_to_f16(f[i]);
+            int nan = (want & 0x7fffu) > 0x7c00u;
+            bad += nan ? (got_h[i] & 0x7fffu) <= 0x7c00u : got_h[i] != want;
+        }
+        if (bad) fprintf(stderr, "  %s: %d float16 conversions differ\n", tn_isa_name((tn_isa)isa), bad);
+        CHECK(bad == 0);
+    }
+}
+
 void test_half_and_generic_paths(void) {
     /* bf16 same-dtype path vs computing through f32 by hand */
     uint16_t a[300], b[300], o[300];

@@ -1,6 +1,7 @@
 // addcmul, addcdiv and lerp on the ternary C kernel; ops expressed through other native ops
 // (each step a C kernel launch, no element loops here): clamp, vector norms, nll_loss and
 // its backward.
+#include <ATen/Dispatch.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/Resize.h>
@@ -123,10 +124,27 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
     return via_fallback<at::_ops::clamp_out>(self, min, max, out);  // the CPU's error for complex
   TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
               out.scalar_type());
-  track_native("aten::clamp.out");
+  // a bound the type cannot hold raises, as the CPU kernel's conversion does ("value cannot be
+  // converted to type c10::Half without overflow")
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, type, "clamp", [&] {
+    if (min) (void)min->to<scalar_t>();
+    if (max) (void)max->to<scalar_t>();
+  });
   auto bound = [&](const c10::Scalar& v) { return at::native::wrapped_scalar_tensor(v).to(type); };
   Tensor x = self.to(type);  // self itself when the type is self's
   Tensor dst = out.scalar_type() == type ? out : at::empty({0}, x.options());
+  if (min && max && type != at::kBool) {  // one pass: the upper bound travels as the op's scalar
+    Tensor lo = bound(*min);
+    auto iter = at::TensorIterator::borrowing_binary_op(dst, x, lo);
+    c10::Scalar hi = at::isFloatingType(type) ? c10::Scalar(max->toDouble()) : c10::Scalar(max->toLong());
+    launch_binary("aten::clamp.out", TN_BINARY_CLAMP, iter, hi);
+    if (!dst.is_same(out)) {
+      at::native::resize_output(out, dst.sizes());
+      out.copy_(dst);
+    }
+    return out;
+  }
+  track_native("aten::clamp.out");
   if (min) at::maximum_out(dst, x, bound(*min));
   if (max) at::minimum_out(dst, min ? dst : x, bound(*max));
   if (!dst.is_same(out)) {
