@@ -46,6 +46,8 @@ int64_t tn_gemm_scratch_floats(void) {
     return (int64_t)MC * KC_MAX + (int64_t)KC_MAX * NC + TN_GEMM_MAX_MR * TN_GEMM_MAX_NR + (int64_t)MC * NC;
 }
 
+static int is_half_dtype(tn_dtype t) { return t == TN_DTYPE_BF16 || t == TN_DTYPE_F16; }
+
 static inline float load_f32(const char *base, int64_t index, tn_dtype t) {
     switch (t) {
     case TN_DTYPE_F32: return ((const float *)base)[index];
@@ -90,7 +92,7 @@ static void pack_a(const tn_kernel_table *k, float *ap, const tn_matrix *a, cons
         float *dst = ap + r0 * kc;
         int32_t rows = (int32_t)(mc - r0 < h ? mc - r0 : h);
         const char *src = base + ((i0 + r0) * a->row_stride + p0 * a->col_stride) * es;
-        if ((a->dtype == TN_DTYPE_F32 || a->dtype == TN_DTYPE_BF16) && a->col_stride == 1) {
+        if ((a->dtype == TN_DTYPE_F32 || is_half_dtype(a->dtype)) && a->col_stride == 1) {
             /* rows contiguous along k (x in x @ W.T): the ISA's transposing copy. Each row is
              * a stream of reads (from L3 or memory): the next panel's rows are fetched while
              * this one is copied, which hides their first misses */
@@ -98,7 +100,8 @@ static void pack_a(const tn_kernel_table *k, float *ap, const tn_matrix *a, cons
                 for (int64_t r = 0; r < h && r0 + h + r < mc; r++)
                     for (int64_t p = 0; p < kc * es; p += 64)
                         __builtin_prefetch(src + (h + r) * a->row_stride * es + p, 0, 3);
-            k->gemm_pack_a(kc, (int32_t)h, rows, src, a->row_stride, a->dtype == TN_DTYPE_BF16, alpha, dst);
+            int half = a->dtype == TN_DTYPE_F32 ? TN_PACK_F32 : a->dtype == TN_DTYPE_BF16 ? TN_PACK_BF16 : TN_PACK_F16;
+            k->gemm_pack_a(kc, (int32_t)h, rows, src, a->row_stride, half, alpha, dst);
         } else if (a->dtype == TN_DTYPE_F32 && a->row_stride == 1 && rows == h) {
             /* A transposed (a gradient's A^T in a weight gradient): a panel's rows are
              * contiguous at every k, so copy h floats per k */
@@ -115,9 +118,9 @@ static void pack_a(const tn_kernel_table *k, float *ap, const tn_matrix *a, cons
 }
 
 /* bp[(panel * kc + p) * nr + c] = B[p0 + p, j0 + panel*nr + c], zero past the edge. */
-static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, int64_t kc,
+static void pack_b(const tn_kernel_table *k, float *bp, const tn_matrix *b, const char *base, int64_t p0, int64_t kc,
                    int64_t j0, int64_t nc, int32_t nr) {
-    if ((b->dtype == TN_DTYPE_F32 || b->dtype == TN_DTYPE_BF16) && b->col_stride == 1) {
+    if ((b->dtype == TN_DTYPE_F32 || is_half_dtype(b->dtype)) && b->col_stride == 1) {
         /* row by row: each row of the block is one sequential run of reads, which the
          * hardware prefetcher follows (panel by panel, each row gave one line to each panel:
          * 7-17% of a whole product slower at M = 128, 5-8% at M = 512) */
@@ -129,6 +132,8 @@ static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, 
                 int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
                 if (es == 4) {
                     memcpy(dst, row + panel * nr * es, (size_t)width * sizeof(float));
+                } else if (b->dtype == TN_DTYPE_F16) { /* F16C where the variant has it */
+                    k->widen_half(TN_DTYPE_F16, width, dst, 1, (const uint16_t *)row + panel * nr, 1);
                 } else {
                     const uint16_t *src = (const uint16_t *)row + panel * nr;
                     for (int64_t c = 0; c < width; c++) dst[c] = tn_bf16_to_f32_inline(src[c]);
@@ -151,6 +156,9 @@ static void pack_b(float *bp, const tn_matrix *b, const char *base, int64_t p0, 
             if (b->row_stride == 1 && b->dtype == TN_DTYPE_BF16) { /* W.T of a bf16 weight */
                 const uint16_t *src = (const uint16_t *)base + col;
                 for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = tn_bf16_to_f32_inline(src[p]);
+            } else if (b->row_stride == 1 && b->dtype == TN_DTYPE_F16) { /* W.T of a float16 weight */
+                const uint16_t *src = (const uint16_t *)base + col;
+                for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = tn_f16_to_f32_inline(src[p]);
             } else if (b->row_stride == 1 && b->dtype == TN_DTYPE_F32) {
                 const float *src = (const float *)base + col;
                 for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];
@@ -231,7 +239,7 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
             if (g->b_packed)
                 bblock = (const float *)g->b_packed + pc * panels(g->n, nr) * nr + (jc / nr) * kc * nr;
             else
-                pack_b(bp, &g->b, bbase, pc, kc, jc, nc, nr);
+                pack_b(k, bp, &g->b, bbase, pc, kc, jc, nc, nr);
             int add = !overwrite || pc > 0;
             for (int64_t ic = i0; ic < i1; ic += MC) {
                 int64_t mc = i1 - ic < MC ? i1 - ic : MC;
@@ -578,7 +586,7 @@ void tn_gemm_pack_b_with(const tn_kernel_table *k, const tn_gemm *g, void *dst, 
             pack_b_pairs(k, (uint16_t *)dst + pc / 2 * np * nr * 2 + first * kp * nr * 2, &g->b,
                          g->b.data, pc, kc, j0, nc, nr);
         else
-            pack_b((float *)dst + pc * np * nr + first * kc * nr, &g->b, g->b.data, pc, kc, j0, nc, nr);
+            pack_b(k, (float *)dst + pc * np * nr + first * kc * nr, &g->b, g->b.data, pc, kc, j0, nc, nr);
     }
 }
 

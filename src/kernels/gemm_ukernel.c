@@ -189,22 +189,24 @@ static float dot(int64_t n, const float *x, const float *y) {
 #endif
 
 /* A panel of A for the micro-kernels: dst[p * h + r] = alpha * A[r, p] for p < kc, where row r
- * (r < rows <= h) is contiguous along k at a + r * lda elements (float32, or bfloat16 when
- * `bf16`), and zero for rows <= r < h. */
-static inline float load_a(const void *a, int64_t i, int bf16) {
-    if (!bf16) return ((const float *)a)[i];
+ * (r < rows <= h) is contiguous along k at a + r * lda elements of the dtype `half` names
+ * (TN_PACK_F32, TN_PACK_BF16 or TN_PACK_F16), and zero for rows <= r < h. */
+static inline float load_a(const void *a, int64_t i, int half) {
+    if (half == TN_PACK_F32) return ((const float *)a)[i];
+    if (half == TN_PACK_F16) return tn_f16_to_f32_inline(((const uint16_t *)a)[i]);
     return tn_bf16_to_f32_inline(((const uint16_t *)a)[i]);
 }
 
-static void pack_a_scalar(int64_t p0, int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16,
+static void pack_a_scalar(int64_t p0, int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int half,
                           float alpha, float *dst) {
     for (int32_t r = 0; r < h; r++)
-        for (int64_t p = p0; p < kc; p++) dst[p * h + r] = r < rows ? alpha * load_a(a, r * lda + p, bf16) : 0.0f;
+        for (int64_t p = p0; p < kc; p++) dst[p * h + r] = r < rows ? alpha * load_a(a, r * lda + p, half) : 0.0f;
 }
 
 #if defined(__AVX2__)
-static inline __m256 load_a8(const void *a, int64_t i, int bf16) {
-    if (!bf16) return _mm256_loadu_ps((const float *)a + i);
+static inline __m256 load_a8(const void *a, int64_t i, int half) {
+    if (half == TN_PACK_F32) return _mm256_loadu_ps((const float *)a + i);
+    if (half == TN_PACK_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)a + i)));
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)a + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
@@ -230,7 +232,7 @@ static inline void transpose_8x8(__m256 v[8]) {
  * into one vector per k step, of which the group's lanes are stored. Writing one float at a
  * time at stride h instead cost 4-5% of a product at M = 128 (six rows on AVX2), and 3.5% of
  * one at M = 512 (twelve rows on AVX-512). */
-static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int half, float alpha,
                          float *dst) {
     int64_t p = 0;
     if (h == 4 || h == 6 || h == 8 || h == 12) {
@@ -240,7 +242,7 @@ static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int
                 int32_t width = h - g < 8 ? h - g : 8;
                 __m256 v[8];
                 for (int r = 0; r < 8; r++)
-                    v[r] = g + r < rows && r < width ? _mm256_mul_ps(scale, load_a8(a, (g + r) * lda + p, bf16))
+                    v[r] = g + r < rows && r < width ? _mm256_mul_ps(scale, load_a8(a, (g + r) * lda + p, half))
                                                      : _mm256_setzero_ps();
                 transpose_8x8(v);
                 for (int q = 0; q < 8; q++) {
@@ -254,12 +256,12 @@ static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int
                 }
             }
     }
-    pack_a_scalar(p, kc, h, rows, a, lda, bf16, alpha, dst);
+    pack_a_scalar(p, kc, h, rows, a, lda, half, alpha, dst);
 }
 #else
-static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+static void pack_a_panel(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int half, float alpha,
                          float *dst) {
-    pack_a_scalar(0, kc, h, rows, a, lda, bf16, alpha, dst);
+    pack_a_scalar(0, kc, h, rows, a, lda, half, alpha, dst);
 }
 #endif
 

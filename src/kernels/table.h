@@ -11,6 +11,9 @@ struct tn_attention;
 
 /* The constants of a float32 Adam/AdamW step (see optim.c); scale 1 when the gradients are
  * not scaled, sign -1 with maximize. */
+/* The element type of the rows gemm_pack_a reads. */
+typedef enum tn_pack_dtype { TN_PACK_F32, TN_PACK_BF16, TN_PACK_F16 } tn_pack_dtype;
+
 typedef struct tn_adam_f32_step {
     float lr, wd, b1, b2, eps, step_size, bc2, inv_scale, sign;
     int scaled, decoupled;
@@ -52,8 +55,8 @@ typedef struct tn_kernel_table {
     int32_t gemm_a_panel_outer;
     void (*gemm_ukernel_short)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int add);
     /* a panel of h rows of packed A: dst[p*h + r] = alpha * A[r, p] for p < kc, row r < rows
-     * contiguous at a + r*lda elements (float32, or bfloat16 when bf16), zero for r >= rows */
-    void (*gemm_pack_a)(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int bf16, float alpha,
+     * contiguous at a + r*lda elements (of the tn_pack_dtype `half`), zero for r >= rows */
+    void (*gemm_pack_a)(int64_t kc, int32_t h, int32_t rows, const void *a, int64_t lda, int half, float alpha,
                         float *dst);
     /* `iters` steps of independent FMA chains in the widest vectors (the FMA peak probe);
      * returns the floating-point operations done; *sink gets a value of the chains */

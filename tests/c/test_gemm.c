@@ -46,14 +46,8 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int p
     float *c0 = malloc((size_t)csz * sizeof(float) + 4);
     float *scratch = NULL;
     if (posix_memalign((void **)&scratch, 64, (size_t)tn_gemm_scratch_floats() * sizeof(float))) return 0;
-    for (int64_t i = 0; i < asz; i++) {
-        if (s->in == TN_DTYPE_F32) ((float *)a)[i] = value(i, 1);
-        else ((uint16_t *)a)[i] = tn_f32_to_bf16(value(i, 1));
-    }
-    for (int64_t i = 0; i < bsz; i++) {
-        if (s->in == TN_DTYPE_F32) ((float *)b)[i] = value(i, 2);
-        else ((uint16_t *)b)[i] = tn_f32_to_bf16(value(i, 2));
-    }
+    for (int64_t i = 0; i < asz; i++) put(a, i, s->in, value(i, 1));
+    for (int64_t i = 0; i < bsz; i++) put(b, i, s->in, value(i, 2));
     for (int64_t i = 0; i < csz; i++) {
         put(c, i, out, s->beta == 0.0f ? NAN : value(i, 3));
         c0[i] = get(c, i, out);
@@ -76,10 +70,7 @@ static int run_case(const tn_kernel_table *k, const shape *s, int32_t nth, int p
         for (int32_t ith = 0; ith < 2; ith++) tn_gemm_pack_b_with(k, &g, bp, ith, 2);
         g.b_packed = bp;
         if (packed == 2) /* B rewritten after packing (as through .data): the packing is stale */
-            for (int64_t i = 0; i < bsz; i++) {
-                if (s->in == TN_DTYPE_F32) ((float *)b)[i] = value(i, 4);
-                else ((uint16_t *)b)[i] = tn_f32_to_bf16(value(i, 4));
-            }
+            for (int64_t i = 0; i < bsz; i++) put(b, i, s->in, value(i, 4));
     }
     for (int32_t ith = 0; ith < nth; ith++) tn_gemm_with(k, &g, scratch, ith, nth);
     free(bp);
@@ -159,6 +150,11 @@ void test_gemm_every_isa(void) {
         {1, 64, 96, 512, 0, 1, 1.0f, 1.0f, TN_DTYPE_BF16, 0},
         {1, 70, 64, 300, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},
         {1, 64, 96, 512, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},
+        /* float16 inputs (widened while packing): A's rows, B's rows, W.T, A transposed, edges */
+        {1, 37, 53, 300, 0, 0, 1.0f, 0.0f, TN_DTYPE_F16, 0},
+        {1, 70, 1100, 601, 0, 1, 0.5f, 0.0f, TN_DTYPE_F16, 0},
+        {1, 30, 45, 70, 1, 0, 1.0f, 2.0f, TN_DTYPE_F16, 0},
+        {2, 3, 40, 9, 0, 0, 1.0f, 0.0f, TN_DTYPE_F16, 0},
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
