@@ -168,3 +168,19 @@ def test_overlapping_writes_are_refused_like_on_cpu():
     y = torch.arange(8.0, device="neuron")
     y[4:].copy_(y[:4])      # disjoint halves of one tensor are fine
     assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.uint8, torch.bool],
+                         ids=str)
+def test_transposed_copies_match_cpu(dtype):
+    """Copies whose source has its last two dimensions swapped go by tiles: whole and partial
+    tiles, a batch, a slice of a larger tensor, and out of a transposed view into one."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(3, 70, 133, generator=g) * 50).to(dtype)
+    d = x.to("neuron")
+    for fn in (lambda t: t.transpose(-1, -2).contiguous(), lambda t: t[1].t().contiguous(),
+               lambda t: t[:, 5:60, 7:100].transpose(1, 2).contiguous(), lambda t: t.permute(2, 0, 1).contiguous()):
+        torch.testing.assert_close(fn(d).cpu(), fn(x), rtol=0, atol=0)
+    out = torch.empty(3, 133, 70, dtype=dtype, device="neuron")
+    out.copy_(d.transpose(1, 2))
+    torch.testing.assert_close(out.cpu(), x.transpose(1, 2).contiguous(), rtol=0, atol=0)

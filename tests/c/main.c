@@ -16,6 +16,7 @@ int tn_test_failures;
     X(test_ptrmap)               \
     X(test_half_conversions)     \
     X(test_copy_kernel)          \
+    X(test_copy_transposed)      \
     X(test_fill_kernel)          \
     X(test_nontemporal_stores)   \
     X(test_philox_known_answers) \

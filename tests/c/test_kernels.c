@@ -15,6 +15,30 @@ static tn_tensor view2(void *data, tn_dtype dt, int64_t s0, int64_t s1, int64_t 
     return t;
 }
 
+/* Transposes (the source's last two dimensions swapped) go by tiles: every element size, sizes
+ * that are not whole tiles, a batch, a source inside a larger buffer, split over threads. */
+void test_copy_transposed(void) {
+    enum { B = 3, R = 45, C = 70, PITCH = 50 };
+    static uint64_t src[B * C * PITCH], dst[B * R * C];
+    for (int i = 0; i < B * C * PITCH; i++) src[i] = 0x0102030405060708ull * (uint64_t)(i + 1);
+    const tn_dtype types[] = {TN_DTYPE_U8, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_I64};
+    for (int t = 0; t < 4; t++) {
+        int32_t es = tn_dtype_size(types[t]);
+        /* source element (b, i, j) at b*C*PITCH + j*PITCH + i, in elements of es bytes */
+        tn_tensor s = {.data = src, .dtype = types[t], .ndim = 3, .sizes = {B, R, C}, .strides = {C * PITCH, 1, PITCH}};
+        tn_tensor d = {.data = dst, .dtype = types[t], .ndim = 3, .sizes = {B, R, C}, .strides = {R * C, 1 * C, 1}};
+        memset(dst, 0, sizeof dst);
+        for (int k = 0; k < 3; k++) tn_kernel_copy(&d, &s, k, 3);
+        int bad = 0;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < C; j++)
+                    bad += memcmp((const char *)dst + ((b * R + i) * C + j) * es,
+                                  (const char *)src + (b * C * PITCH + j * PITCH + i) * es, (size_t)es) != 0;
+        CHECK(bad == 0);
+    }
+}
+
 void test_copy_kernel(void) {
     float src[12];
     for (int i = 0; i < 12; i++) src[i] = (float)i - 5.5f;
