@@ -3,9 +3,9 @@
     python bench/dtype_ops.py [--elements 1048576] [--repeat 10]
 
 The ops around a model rather than in it: casts, comparisons and masks on token ids and
-positions, int64 arithmetic and reductions, bf16 softmax and means (bench/ops.py covers the
-float32 ones), and the vocabulary-sized ops `generate()` runs on every token (isin, where,
-argmax over 32000). Each row is the best of --repeat timed calls of 10 ops, neuron and CPU
+positions, int64 arithmetic and reductions, bf16 and f16 elementwise ops, softmax and means
+(bench/ops.py covers the float32 ones), a transposing copy, and the vocabulary-sized ops
+`generate()` runs on every token (isin, where, argmax over 32000). Each row is the best of --repeat timed calls of 10 ops, neuron and CPU
 alternating (common.best_pair); ratio = neuron time / CPU time (below 1: neuron is faster).
 """
 import argparse
@@ -26,6 +26,7 @@ def cases(n, device):
     i64 = torch.randint(-100, 100, (n,), generator=g).to(device)
     mask = (torch.randn(n, generator=g) > 0).to(device)
     bf = f32.bfloat16()
+    f16 = f32.half()
     vocab = torch.arange(32000, device=device)
     eos = torch.tensor([2], device=device)
     logits = torch.randn(1, 32000, generator=g).to(device)
@@ -57,6 +58,12 @@ def cases(n, device):
         "cumsum int64 rows of 1024": lambda: i64.view(-1, 1024).cumsum(-1),
         "cumsum int64": lambda: i64.cumsum(0),
         "mean bf16": lambda: bf.mean(),
+        "add f16": lambda: f16 + f16,
+        "mul f16 scalar": lambda: f16 * 0.5,
+        "silu f16": lambda: torch.nn.functional.silu(f16),
+        "cast float32->f16": lambda: f32.half(),
+        "softmax f16 rows of 1024": lambda: f16.view(-1, 1024).softmax(-1),
+        "transpose f16 1024x1024": lambda: f16.view(1024, -1).t().contiguous(),
         "softmax bf16 rows of 1024": lambda: bf.view(-1, 1024).softmax(-1),
         "isin over 32000": lambda: torch.isin(vocab, eos),
         "where over 32000": lambda: torch.where(vocab == 2, -float("inf"), logits),

@@ -1,7 +1,7 @@
 /* Copy with conversion between any two strided views of the same shape.
  * Same dtype: a memcpy per row when both rows are contiguous, else an element move by size.
  * float32 <-> bfloat16 / float16: the ISA variant's conversion rows (see rows.c).
- * bool, int32, int64 and float32 between them: typed rows.
+ * bool, int32, int64 and float32 between them: the ISA variant's typed rows (rows.c).
  * Other conversions: element by element through tn_load/tn_store.
  * A large output with contiguous rows is written with non-temporal stores (nontemporal.h). */
 #include <string.h>
@@ -39,46 +39,6 @@ static void convert_row_nontemporal(const tn_kernel_table *k, tn_dtype dt, char 
             k->narrow_half(dt, m, (uint16_t *)buf, 1, (const float *)from, ss);
         tn_copy_nontemporal(d + i * de, buf, m * de);
         i += m;
-    }
-}
-
-#define CONVERT(TD, TS, EXPR)                                                       \
-    do {                                                                            \
-        TD *o = (TD *)(void *)d;                                                    \
-        const TS *v = (const TS *)(const void *)s;                                  \
-        for (int64_t i = 0; i < n; i++) {                                           \
-            TS x = v[i * ss];                                                       \
-            o[i * ds] = (TD)(EXPR);                                                 \
-        }                                                                           \
-        return 1;                                                                   \
-    } while (0)
-
-/* A row converted between bool, int32, int64 and float32 (masks, token ids, positions) as
- * typed loops, with tn_load/tn_store's results; 0 for any other pair. Integer narrowing wraps,
- * and an int64 goes to float32 in one rounding, as the CPU converts it. */
-static int typed_convert_row(tn_dtype dt, char *d, int64_t ds, tn_dtype st, const char *s, int64_t ss, int64_t n) {
-    switch (dt) {
-    case TN_DTYPE_F32:
-        if (st == TN_DTYPE_I64) CONVERT(float, int64_t, x);
-        if (st == TN_DTYPE_I32) CONVERT(float, int32_t, x);
-        if (st == TN_DTYPE_BOOL) CONVERT(float, uint8_t, x != 0);
-        return 0;
-    case TN_DTYPE_I64:
-        if (st == TN_DTYPE_I32) CONVERT(int64_t, int32_t, x);
-        if (st == TN_DTYPE_F32) CONVERT(int64_t, float, tn_float_to_i64(x));
-        if (st == TN_DTYPE_BOOL) CONVERT(int64_t, uint8_t, x != 0);
-        return 0;
-    case TN_DTYPE_I32:
-        if (st == TN_DTYPE_I64) CONVERT(int32_t, int64_t, (uint32_t)(uint64_t)x);
-        if (st == TN_DTYPE_F32) CONVERT(int32_t, float, tn_float_to_i32(x));
-        if (st == TN_DTYPE_BOOL) CONVERT(int32_t, uint8_t, x != 0);
-        return 0;
-    case TN_DTYPE_BOOL:
-        if (st == TN_DTYPE_F32) CONVERT(uint8_t, float, x != 0);
-        if (st == TN_DTYPE_I64) CONVERT(uint8_t, int64_t, x != 0);
-        if (st == TN_DTYPE_I32) CONVERT(uint8_t, int32_t, x != 0);
-        return 0;
-    default: return 0;
     }
 }
 
@@ -173,7 +133,7 @@ void tn_kernel_copy(const tn_tensor *dst, const tn_tensor *src, int32_t ith, int
             k->narrow_half(dst->dtype, n, (uint16_t *)d, dstep, (const float *)s, sstep);
             continue;
         }
-        if (typed_convert_row(dst->dtype, d, dstep, src->dtype, s, sstep, n)) continue;
+        if (k->convert_row(dst->dtype, d, dstep, src->dtype, s, sstep, n)) continue;
         for (int64_t i = 0; i < n; i++)
             tn_store(d + i * dstep * des, dst->dtype, tn_load(s + i * sstep * ses, src->dtype));
     }

@@ -87,6 +87,9 @@ typedef struct tn_kernel_table {
     /* y[i] += sum over r < rows of a[r] * x[r*ldx + i], for i < n; x bfloat16, y float32 */
     void (*axpy_rows_bf16)(int64_t n, int64_t rows, const float *a, const uint16_t *x, int64_t ldx, float *y);
     /* d[i*ds] = float32(s[i*ss]) for i < n, t bfloat16 or float16 */
+    /* a row converted between bool, int32, int64 and float32 (d[i*ds] = s[i*ss] as the CPU
+     * casts); 0 for any other pair of dtypes */
+    int (*convert_row)(tn_dtype dt, char *d, int64_t ds, tn_dtype st, const char *s, int64_t ss, int64_t n);
     void (*widen_half)(tn_dtype t, int64_t n, float *d, int64_t ds, const uint16_t *s, int64_t ss);
     /* d[i*ds] = t(s[i*ss]), rounded to nearest even, NaN kept */
     void (*narrow_half)(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss);

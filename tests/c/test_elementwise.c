@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/elem.h"
 #include "kernels/table.h"
 #include "tn/tn.h"
 
@@ -274,6 +275,42 @@ void test_f16_rows_every_isa(void) {
         }
         if (bad) fprintf(stderr, "  %s: %d float16 conversions differ\n", tn_isa_name((tn_isa)isa), bad);
         CHECK(bad == 0);
+    }
+}
+
+/* Every ISA's typed conversion rows against the generic element conversion (tn_load, then
+ * tn_store): NaN, infinities and out-of-range floats into integers (INT_MIN, as x86 casts),
+ * integer narrowing, int64 into float32 in one rounding, and anything nonzero into bool. */
+void test_convert_rows_every_isa(void) {
+    enum { M = 24 };
+    static const float fv[M] = {0.0f, -0.0f, 0.5f, -0.5f, 1.99f, -1.99f, 3e9f, -3e9f, 1e19f, -1e19f, 9.3e18f,
+                                -9.3e18f, 2147483520.0f, -2147483648.0f, NAN, INFINITY, -INFINITY, 1e-45f,
+                                123456.7f, -7.0f, 65535.9f, 1.0f, 2.0f, -3.0f};
+    static const int64_t iv[M] = {0, 1, -1, INT64_MAX, INT64_MIN, 4294967296LL + 5, -4294967301LL, 16777217,
+                                  -16777217, 9007199254740993LL, 123, -123, 255, 256, 65536, 7, 8, 9,
+                                  10, 11, 12, 13, 14, 15};
+    int32_t i32[M];
+    uint8_t b8[M];
+    for (int i = 0; i < M; i++) i32[i] = (int32_t)(uint32_t)(uint64_t)iv[i], b8[i] = (uint8_t)(i % 3 == 0);
+    const tn_dtype types[] = {TN_DTYPE_F32, TN_DTYPE_I64, TN_DTYPE_I32, TN_DTYPE_BOOL};
+    const void *data[] = {fv, iv, i32, b8};
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (int s = 0; s < 4; s++)
+            for (int d = 0; d < 4; d++) {
+                if (s == d) continue;
+                char got[M * 8], want[M * 8];
+                int32_t ds = tn_dtype_size(types[d]), ss = tn_dtype_size(types[s]);
+                CHECK(k->convert_row(types[d], got, 1, types[s], (const char *)data[s], 1, M));
+                for (int i = 0; i < M; i++)
+                    tn_store(want + i * ds, types[d], tn_load((const char *)data[s] + i * ss, types[s]));
+                if (memcmp(got, want, (size_t)(M * ds))) {
+                    fprintf(stderr, "  %s: %s -> %s differs\n", tn_isa_name((tn_isa)isa), tn_dtype_name(types[s]),
+                            tn_dtype_name(types[d]));
+                    CHECK(0);
+                }
+            }
     }
 }
 
