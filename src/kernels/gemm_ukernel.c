@@ -44,8 +44,7 @@ static inline __attribute__((always_inline)) void ukernel_rows(int rows, int64_t
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
     }
-    /* four k steps per loop turn: 1% of the kernel's time in L1 went to the loop itself */
-    _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; p++) {
+    for (int64_t p = 0; p < kc; p++) {
         /* a step reads two lines of B */
         _mm_prefetch((const char *)(bp + (p + PF) * NR), _MM_HINT_T0);
         _mm_prefetch((const char *)(bp + (p + PF) * NR + 16), _MM_HINT_T0);

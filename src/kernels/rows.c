@@ -10,6 +10,7 @@
 #include "half.h"
 #include "rows_f32.h"
 #include "table.h"
+#include "typed_rows.h"
 #include "vec16.h"
 
 #ifndef TN_ROWS_ISA
@@ -422,5 +423,7 @@ void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->axpy_rows_bf16 = axpy_rows_bf16;
     t->widen_half = widen_half;
     t->convert_row = typed_convert_row;
+    t->typed_unary_row = typed_unary_row;
+    t->typed_binary_row = typed_binary_row;
     t->narrow_half = narrow_half;
 }

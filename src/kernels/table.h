@@ -87,6 +87,11 @@ typedef struct tn_kernel_table {
     /* y[i] += sum over r < rows of a[r] * x[r*ldx + i], for i < n; x bfloat16, y float32 */
     void (*axpy_rows_bf16)(int64_t n, int64_t rows, const float *a, const uint16_t *x, int64_t ldx, float *y);
     /* d[i*ds] = float32(s[i*ss]) for i < n, t bfloat16 or float16 */
+    /* typed_rows.h's rows of the integer, boolean and comparison ops; 0 where they do not apply */
+    int (*typed_unary_row)(tn_unary_op op, tn_dtype compute, tn_dtype in_dtype, tn_dtype out_dtype, int64_t n, char *o,
+                           int64_t os, const char *x, int64_t xs);
+    int (*typed_binary_row)(tn_binary_op op, tn_dtype compute, tn_dtype out_dtype, int64_t n, char *o, int64_t os,
+                            const char *pa, int64_t as, const char *pb, int64_t bs, int64_t alpha, int *zero_div);
     /* a row converted between bool, int32, int64 and float32 (d[i*ds] = s[i*ss] as the CPU
      * casts); 0 for any other pair of dtypes */
     int (*convert_row)(tn_dtype dt, char *d, int64_t ds, tn_dtype st, const char *s, int64_t ss, int64_t n);
