@@ -314,6 +314,52 @@ void test_convert_rows_every_isa(void) {
     }
 }
 
+/* Every ISA's typed integer and comparison rows give the reference variant's results (the
+ * reference is checked against the CPU by the OpInfo sweep): int64 and int32 arithmetic,
+ * comparisons, clamp, division, with a broadcast operand too, and unary neg, abs and not. */
+void test_typed_rows_every_isa(void) {
+    enum { M = 67 };
+    static int64_t a64[M], b64[M], o64[M], r64[M];
+    static int32_t a32[M], b32[M], o32[M], r32[M];
+    for (int i = 0; i < M; i++) {
+        a64[i] = (int64_t)((uint64_t)i * 0x9E3779B97F4A7C15ull) >> (i % 50);
+        b64[i] = (i % 7) - 3 ? (i % 7) - 3 : 5;
+        a32[i] = (int32_t)a64[i], b32[i] = (int32_t)b64[i];
+    }
+    a64[3] = INT64_MIN, a64[4] = INT64_MAX, a32[3] = INT32_MIN, a32[4] = INT32_MAX;
+    const tn_kernel_table *ref = tn_kernels_for(TN_ISA_REF);
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k || k == ref) continue;
+        for (int op = 0; op < TN_BINARY_COUNT_; op++)
+            for (int bs = 0; bs <= 1; bs++) {
+                int z1 = 0, z2 = 0;
+                tn_dtype out = op >= TN_BINARY_EQ && op <= TN_BINARY_GE ? TN_DTYPE_BOOL : TN_DTYPE_I64;
+                int got = k->typed_binary_row((tn_binary_op)op, TN_DTYPE_I64, out, M, (char *)o64, 1,
+                                              (const char *)a64, 1, (const char *)b64, bs, 7, &z1);
+                int want = ref->typed_binary_row((tn_binary_op)op, TN_DTYPE_I64, out, M, (char *)r64, 1,
+                                                 (const char *)a64, 1, (const char *)b64, bs, 7, &z2);
+                CHECK(got == want && z1 == z2);
+                if (got) CHECK(memcmp(o64, r64, (size_t)M * (out == TN_DTYPE_BOOL ? 1 : 8)) == 0);
+                out = out == TN_DTYPE_BOOL ? out : TN_DTYPE_I32;
+                got = k->typed_binary_row((tn_binary_op)op, TN_DTYPE_I32, out, M, (char *)o32, 1, (const char *)a32,
+                                          1, (const char *)b32, bs, 7, &z1);
+                want = ref->typed_binary_row((tn_binary_op)op, TN_DTYPE_I32, out, M, (char *)r32, 1,
+                                             (const char *)a32, 1, (const char *)b32, bs, 7, &z2);
+                CHECK(got == want && z1 == z2);
+                if (got) CHECK(memcmp(o32, r32, (size_t)M * (out == TN_DTYPE_BOOL ? 1 : 4)) == 0);
+            }
+        for (int op = 0; op < TN_UNARY_COUNT_; op++) {
+            int got = k->typed_unary_row((tn_unary_op)op, TN_DTYPE_I64, TN_DTYPE_I64, TN_DTYPE_I64, M, (char *)o64, 1,
+                                         (const char *)a64, 1);
+            int want = ref->typed_unary_row((tn_unary_op)op, TN_DTYPE_I64, TN_DTYPE_I64, TN_DTYPE_I64, M,
+                                            (char *)r64, 1, (const char *)a64, 1);
+            CHECK(got == want);
+            if (got) CHECK(memcmp(o64, r64, sizeof o64) == 0);
+        }
+    }
+}
+
 void test_half_and_generic_paths(void) {
     /* bf16 same-dtype path vs computing through f32 by hand */
     uint16_t a[300], b[300], o[300];
