@@ -26,6 +26,7 @@ def cases(dev):
         "mul scalar": lambda: x * 1.5,
         "add_ in place": lambda: y.add_(x),
         "relu": lambda: torch.relu(x),
+        "clamp": lambda: x.clamp(-0.5, 0.5),
         "sum": lambda: x.sum(),
         "softmax": lambda: torch.softmax(m, -1),
         "mm 4x4": lambda: m @ m,

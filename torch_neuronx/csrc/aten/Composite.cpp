@@ -114,12 +114,19 @@ Tensor& lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& wei
   return out;
 }
 
+// clamp's promotion: a float bound makes an integer input float.
+static c10::ScalarType clamp_type(const Tensor& self, const std::optional<c10::Scalar>& min,
+                                  const std::optional<c10::Scalar>& max) {
+  auto type = self.scalar_type();
+  if (min) type = at::promote_types(type, at::result_type(self, *min));
+  if (max) type = at::promote_types(type, at::result_type(self, *max));
+  return type;
+}
+
 Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max,
                   Tensor& out) {
   TORCH_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
-  auto type = self.scalar_type();  // clamp's promotion: a float bound makes an integer input float
-  if (min) type = at::promote_types(type, at::result_type(self, *min));
-  if (max) type = at::promote_types(type, at::result_type(self, *max));
+  auto type = clamp_type(self, min, max);
   if (!elementwise_dtypes_ok({type, out.scalar_type()}) || at::isComplexType(type))
     return via_fallback<at::_ops::clamp_out>(self, min, max, out);  // the CPU's error for complex
   TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type, " can't be cast to the desired output type ",
@@ -134,7 +141,8 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
   Tensor x = self.to(type);  // self itself when the type is self's
   Tensor dst = out.scalar_type() == type ? out : at::empty({0}, x.options());
   if (min && max && type != at::kBool) {  // one pass: the upper bound travels as the op's scalar
-    Tensor lo = bound(*min);
+    // a wrapped number does not promote x (of the type already): it joins as a host scalar
+    Tensor lo = at::native::wrapped_scalar_tensor(*min);
     auto iter = at::TensorIterator::borrowing_binary_op(dst, x, lo);
     c10::Scalar hi = at::isFloatingType(type) ? c10::Scalar(max->toDouble()) : c10::Scalar(max->toLong());
     launch_binary("aten::clamp.out", TN_BINARY_CLAMP, iter, hi);
@@ -152,6 +160,18 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
     out.copy_(dst);
   }
   return out;
+}
+
+// The functional and in-place forms, registered directly (see BinaryOps.cpp's with_alpha): the
+// composite forms build the result through a second dispatch, as costly as a small launch.
+Tensor clamp(const Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
+  TORCH_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  Tensor out = at::empty({0}, self.options().dtype(clamp_type(self, min, max)));
+  return clamp_out(self, min, max, out);
+}
+
+Tensor& clamp_(Tensor& self, const std::optional<c10::Scalar>& min, const std::optional<c10::Scalar>& max) {
+  return clamp_out(self, min, max, self);
 }
 
 // clamp with tensor bounds, clamp_min / clamp_max: maximum and minimum (which propagate NaN)
@@ -378,6 +398,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lerp.Scalar_out", lerp_scalar_out);
   m.impl("lerp.Tensor_out", lerp_tensor_out);
   m.impl("clamp.out", clamp_out);
+  m.impl("clamp", clamp);
+  m.impl("clamp_", clamp_);
   m.impl("clamp.Tensor_out", clamp_tensor_out);
   m.impl("clamp_min.out", clamp_min_out);
   m.impl("clamp_max.out", clamp_max_out);
