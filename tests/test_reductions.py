@@ -108,6 +108,20 @@ def test_integer_and_bool_reductions():
     check(lambda t: t.sum(), b)
 
 
+def test_contiguous_int64_and_bool_sums_wrap_and_count_exactly():
+    """The contiguous rows' loops: int64 sums wrap around as the CPU's (four partial sums), and
+    a bool count past 2^24 elements (its 32-bit partial counts) is exact."""
+    g = torch.Generator().manual_seed(0)
+    big = torch.randint(-2**62, 2**62, (1003,), generator=g)
+    for t, fn in ((big, lambda t: t.sum()), (big.view(17, 59), lambda t: t.sum(1)),
+                  (big[:1000].view(10, 100).t(), lambda t: t.sum(0))):
+        assert torch.equal(fn(t.to("neuron")).cpu(), fn(t))
+    mask = torch.rand(2**24 + 77, generator=g) > 0.25
+    assert torch.equal(mask.to("neuron").sum().cpu(), mask.sum())
+    ones = torch.ones(3, 2**24 + 3, dtype=torch.bool)
+    assert torch.equal(ones.to("neuron").sum(1).cpu(), ones.sum(1))
+
+
 def test_empty_and_nan():
     e = torch.zeros(3, 0)
     check(lambda t: t.sum(1), e)
