@@ -57,7 +57,7 @@ def test_mm_strided_operands(layout):
     torch.testing.assert_close(got.cpu(), a @ b, **TOL[torch.float32])
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_linear_and_addmm(dtype):
     x, w, bias = rand(5, 64, dtype=dtype, seed=1), rand(48, 64, dtype=dtype, seed=2), rand(48, dtype=dtype, seed=3)
     got = assert_native(lambda: torch.nn.functional.linear(on(x), on(w), on(bias)))
@@ -69,6 +69,20 @@ def test_linear_and_addmm(dtype):
     nan = torch.full((5, 48), float("nan"), dtype=dtype)
     got = torch.addmm(on(nan), on(x), on(w).t(), beta=0)   # beta=0 ignores the input, NaN included
     assert not torch.isnan(got.cpu()).any()
+
+
+@pytest.mark.parametrize("m", [1, 2, 4])
+@pytest.mark.parametrize("k", [64, 5000])
+def test_float16_decode_products_match_cpu(m, k):
+    """x @ W.T with few rows in float16 (a decode step): dot products over widened chunks of k,
+    with a bias and with a batch of rows, as the CPU computes them (in float32)."""
+    x, w, bias = rand(m, k, dtype=torch.float16, seed=1), rand(96, k, dtype=torch.float16, seed=2), \
+        rand(96, dtype=torch.float16, seed=3)
+    got = assert_native(lambda: torch.nn.functional.linear(on(x), on(w), on(bias)))
+    torch.testing.assert_close(got.cpu(), reference(torch.nn.functional.linear, x, w, bias), **TOL[torch.float16])
+    xb = rand(3, m, k, dtype=torch.float16, seed=4)
+    got = assert_native(lambda: on(xb) @ on(w).t())
+    torch.testing.assert_close(got.cpu(), reference(torch.matmul, xb, w.t()), **TOL[torch.float16])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

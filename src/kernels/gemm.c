@@ -472,11 +472,12 @@ int tn_gemm_half_c_with(const tn_kernel_table *k, const tn_gemm *g) {
            g->k > 0;
 }
 
-/* Small m, contiguous rows of A and columns of B (both float32 or both bfloat16): one dot
+/* Small m, contiguous rows of A and columns of B (both float32, bfloat16 or float16): one dot
  * product per output. */
 static int dot_path(const tn_gemm *g) {
     int types = (g->a.dtype == TN_DTYPE_F32 && g->b.dtype == TN_DTYPE_F32) ||
-                (g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16);
+                (g->a.dtype == TN_DTYPE_BF16 && g->b.dtype == TN_DTYPE_BF16) ||
+                (g->a.dtype == TN_DTYPE_F16 && g->b.dtype == TN_DTYPE_F16);
     return g->m <= 4 && types && (g->a.col_stride == 1 || g->k == 1) &&
            (g->b.row_stride == 1 || g->k == 1);
 }
@@ -512,11 +513,36 @@ static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int
     }
 }
 
-static void dots(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {
+enum { DOT_CHUNK = 2048 }; /* float16 dot products: k widened this many at a time */
+
+/* float16 dot products: a chunk of A's row and of each of B's columns widened on F16C into
+ * the scratch (x and w), dotted as float32 and summed into C, which was float16's GEMV (a
+ * decode step) packing the whole weight on every call: 3x the CPU's time per token. */
+static void dots_f16(const tn_gemm *g, const tn_kernel_table *k, float *scratch, const uint16_t *a, const uint16_t *b,
+                     float *c, int64_t j0, int64_t j1) {
+    float *x = scratch, *w = scratch + DOT_CHUNK;
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t p0 = 0; p0 < g->k || p0 == 0; p0 += DOT_CHUNK) {
+            int64_t n = g->k - p0 < DOT_CHUNK ? g->k - p0 : DOT_CHUNK;
+            k->widen_half(TN_DTYPE_F16, n, x, 1, a + i * g->a.row_stride + p0 * g->a.col_stride, g->a.col_stride);
+            for (int64_t j = j0; j < j1; j++) {
+                k->widen_half(TN_DTYPE_F16, n, w, 1, b + j * g->b.col_stride + p0 * g->b.row_stride, g->b.row_stride);
+                float v = g->alpha * k->dot_f32(n, x, w);
+                float *out = c + i * g->c.row_stride + j * g->c.col_stride;
+                *out = p0 > 0 ? *out + v : (g->beta == 0.0f ? v : v + g->beta * *out);
+            }
+        }
+}
+
+static void dots(const tn_gemm *g, const tn_kernel_table *k, float *scratch, int64_t batch, int64_t j0, int64_t j1) {
     int32_t es = tn_dtype_size(g->a.dtype);
     const char *a = (const char *)g->a.data + batch * g->a.batch_stride * es;
     const char *b = (const char *)g->b.data + batch * g->b.batch_stride * es;
     float *c = (float *)g->c.data + batch * g->c.batch_stride;
+    if (g->a.dtype == TN_DTYPE_F16) {
+        dots_f16(g, k, scratch, (const uint16_t *)a, (const uint16_t *)b, c, j0, j1);
+        return;
+    }
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t j = j0; j < j1; j++) {
             const char *x = a + i * g->a.row_stride * es, *y = b + j * g->b.col_stride * es;
@@ -613,7 +639,7 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
         tn_slice(g->batch, ith, nth, &first, &last);
         for (int64_t b = first; b < last; b++) {
             if (dot_path(g))
-                dots(g, k, b, 0, g->n);
+                dots(g, k, scratch, b, 0, g->n);
             else if (axpy_path(g))
                 axpys(g, k, b, 0, g->n);
             else if (half_c)
@@ -628,7 +654,7 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
     for (int64_t b = 0; b < g->batch; b++) {
         if (dot_path(g)) {
             tn_slice(g->n, ith, nth, &first, &last);
-            dots(g, k, b, first, last);
+            dots(g, k, scratch, b, first, last);
         } else if (axpy_path(g)) {
             tn_slice((g->n + 15) / 16, ith, nth, &first, &last); /* whole cache lines each */
             int64_t j1 = last * 16 < g->n ? last * 16 : g->n;

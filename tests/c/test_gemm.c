@@ -155,6 +155,10 @@ void test_gemm_every_isa(void) {
         {1, 70, 1100, 601, 0, 1, 0.5f, 0.0f, TN_DTYPE_F16, 0},
         {1, 30, 45, 70, 1, 0, 1.0f, 2.0f, TN_DTYPE_F16, 0},
         {2, 3, 40, 9, 0, 0, 1.0f, 0.0f, TN_DTYPE_F16, 0},
+        /* float16 dot path (x @ W.T, m <= 4): batch and beta; k past one widened chunk */
+        {1, 1, 300, 257, 0, 1, 1.0f, 0.0f, TN_DTYPE_F16, 0},
+        {2, 3, 70, 64, 0, 1, 0.5f, 1.5f, TN_DTYPE_F16, 0},
+        {1, 2, 45, 5000, 0, 1, 1.0f, 2.0f, TN_DTYPE_F16, 0},
         {1, 4, 0, 5, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* empty */
         {1, 5, 6, 0, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},       /* k = 0: C = 0 */
     };
