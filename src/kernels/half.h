@@ -39,25 +39,18 @@ static inline float tn_f16_to_f32_inline(uint16_t h) {
     return exp == 0x1f ? special : (exp == 0 ? sub : normal);
 }
 
+/* Round to nearest even, computed for every class of input and selected at the end (no
+ * branch, so that loops of it vectorize, the fused kernels' included): normal results rebase
+ * the exponent and round at bit 13 (a carry rolls into the exponent, up to infinity); results
+ * below 2^-14 come from adding 0.5, whose ulp is 2^-24, f16's smallest step, so the FPU's own
+ * rounding does it. */
 static inline uint16_t tn_f32_to_f16_inline(float f) {
-    uint32_t u = tn_f32_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf (>= 65520) */
-    if (a < 0x38800000u) {
-        /* subnormal or zero in f16: scale so that rounding happens at 2^-24 */
-        float v = tn_f32_from_bits(a) * 16777216.0f; /* exact: multiply by 2^24 */
-        uint32_t m = (uint32_t)v;
-        float rem = v - (float)m;
-        if (rem > 0.5f || (rem == 0.5f && (m & 1u))) m++;
-        return (uint16_t)(sign | m);
-    }
-    uint32_t exp = (a >> 23) - 112u;
-    uint32_t man = a & 0x7fffffu;
-    uint32_t h = (exp << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
+    uint32_t u = tn_f32_bits(f), a = u & 0x7fffffffu;
+    uint32_t sign = (u >> 16) & 0x8000u;
+    uint32_t normal = ((a - 0x38000000u) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+    uint32_t small = tn_f32_bits(tn_f32_from_bits(a) + 0.5f) - 0x3f000000u;
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+    uint32_t h = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? small : normal;
     return (uint16_t)(sign | h);
 }
 
