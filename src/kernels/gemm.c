@@ -130,14 +130,10 @@ static void pack_b(const tn_kernel_table *k, float *bp, const tn_matrix *b, cons
             for (int64_t panel = 0; panel * nr < nc; panel++) {
                 float *dst = bp + (panel * kc + p) * nr;
                 int64_t width = nc - panel * nr < nr ? nc - panel * nr : nr;
-                if (es == 4) {
+                if (es == 4)
                     memcpy(dst, row + panel * nr * es, (size_t)width * sizeof(float));
-                } else if (b->dtype == TN_DTYPE_F16) { /* F16C where the variant has it */
-                    k->widen_half(TN_DTYPE_F16, width, dst, 1, (const uint16_t *)row + panel * nr, 1);
-                } else {
-                    const uint16_t *src = (const uint16_t *)row + panel * nr;
-                    for (int64_t c = 0; c < width; c++) dst[c] = tn_bf16_to_f32_inline(src[c]);
-                }
+                else /* the ISA's half rows (float16 on F16C where the variant has it) */
+                    k->widen_half(b->dtype, width, dst, 1, (const uint16_t *)row + panel * nr, 1);
                 for (int64_t c = width; c < nr; c++) dst[c] = 0.0f;
             }
         }
@@ -153,12 +149,8 @@ static void pack_b(const tn_kernel_table *k, float *bp, const tn_matrix *b, cons
                 continue;
             }
             int64_t col = (col0 + c) * b->col_stride + p0 * b->row_stride;
-            if (b->row_stride == 1 && b->dtype == TN_DTYPE_BF16) { /* W.T of a bf16 weight */
-                const uint16_t *src = (const uint16_t *)base + col;
-                for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = tn_bf16_to_f32_inline(src[p]);
-            } else if (b->row_stride == 1 && b->dtype == TN_DTYPE_F16) { /* W.T of a float16 weight */
-                const uint16_t *src = (const uint16_t *)base + col;
-                for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = tn_f16_to_f32_inline(src[p]);
+            if (b->row_stride == 1 && is_half_dtype(b->dtype)) { /* W.T of a half weight */
+                k->widen_half(b->dtype, kc, dst + c, nr, (const uint16_t *)base + col, 1);
             } else if (b->row_stride == 1 && b->dtype == TN_DTYPE_F32) {
                 const float *src = (const float *)base + col;
                 for (int64_t p = 0; p < kc; p++) dst[p * nr + c] = src[p];

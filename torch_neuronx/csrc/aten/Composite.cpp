@@ -146,15 +146,11 @@ Tensor& clamp_out(const Tensor& self, const std::optional<c10::Scalar>& min, con
     auto iter = at::TensorIterator::borrowing_binary_op(dst, x, lo);
     c10::Scalar hi = at::isFloatingType(type) ? c10::Scalar(max->toDouble()) : c10::Scalar(max->toLong());
     launch_binary("aten::clamp.out", TN_BINARY_CLAMP, iter, hi);
-    if (!dst.is_same(out)) {
-      at::native::resize_output(out, dst.sizes());
-      out.copy_(dst);
-    }
-    return out;
+  } else {
+    track_native("aten::clamp.out");
+    if (min) at::maximum_out(dst, x, bound(*min));
+    if (max) at::minimum_out(dst, min ? dst : x, bound(*max));
   }
-  track_native("aten::clamp.out");
-  if (min) at::maximum_out(dst, x, bound(*min));
-  if (max) at::minimum_out(dst, min ? dst : x, bound(*max));
   if (!dst.is_same(out)) {
     at::native::resize_output(out, dst.sizes());
     out.copy_(dst);
