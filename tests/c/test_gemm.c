@@ -109,7 +109,7 @@ void test_gemm_every_isa(void) {
     const shape shapes[] = {
         {1, 1, 1, 1, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
         {1, 7, 5, 3, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},
-        {1, 37, 53, 300, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},   /* two k blocks, edge tiles */
+        {1, 37, 53, 600, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},   /* two k blocks, edge tiles */
         {1, 13, 1100, 20, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32, 0},  /* n past one block, B transposed */
         {1, 101, 9, 17, 1, 1, 1.0f, 2.0f, TN_DTYPE_F32, 0},    /* both transposed, beta */
         {3, 10, 20, 30, 0, 0, 1.0f, 1.0f, TN_DTYPE_F32, 0},    /* batch */
@@ -120,7 +120,7 @@ void test_gemm_every_isa(void) {
         {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16 inputs */
         {1, 2, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0},    /* bf16 dot path */
         {1, 30, 45, 70, 1, 0, 1.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16, A transposed */
-        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, 0},  /* bf16: odd k over two k blocks */
+        {1, 37, 70, 601, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, 0},  /* bf16: odd k over two k blocks */
         {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16, 0},   /* bf16: W.T, alpha, beta, odd k */
         {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, 0},  /* bf16: batch, n past a block */
         {1, 3, 333, 65, 0, 0, 2.0f, 0.0f, TN_DTYPE_BF16, 0},   /* bf16 row path: x @ B */
@@ -130,13 +130,14 @@ void test_gemm_every_isa(void) {
         {1, 70, 1100, 601, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, 0}, /* the same in bf16, odd k */
         {3, 10, 20, 30, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},    /* batch: B is not packed */
         {1, 19, 45, 70, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},  /* bf16 C written directly */
-        {1, 37, 70, 301, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_F16},  /* f16 C over two k blocks */
+        {1, 37, 70, 601, 0, 0, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_F16},  /* f16 C over two k blocks */
         {1, 17, 40, 33, 0, 1, 0.5f, 2.0f, TN_DTYPE_BF16, TN_DTYPE_BF16},  /* alpha, beta, odd k */
         {2, 9, 1100, 20, 1, 1, 1.0f, 1.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* batch, n past a block */
         {1, 100, 1100, 600, 0, 1, 1.0f, 0.0f, TN_DTYPE_BF16, TN_DTYPE_BF16}, /* m, n and k past blocks */
         {1, 200, 1100, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* m past MC: rows split when B is packed; n past NC */
         {1, 150, 1300, 40, 0, 0, 1.0f, 0.0f, TN_DTYPE_F32, 0},  /* n > 8 m: columns split, B packed or not */
-        {1, 200, 50, 300, 0, 1, 0.5f, 2.0f, TN_DTYPE_F32, 0},   /* the same with alpha, beta, two k blocks */
+        {1, 200, 50, 600, 0, 1, 0.5f, 2.0f, TN_DTYPE_F32, 0},   /* the same with alpha, beta, two k blocks */
+        {1, 605, 1100, 40, 0, 0, 1.0f, 0.5f, TN_DTYPE_F32, 0},  /* B packed: a thread's rows past one A block, n past NC */
         /* the last rows of a block in short panels (6-row kernels: 16 = 6 + 6 + 4, 20 = 6 + 6 + 4
          * + 4, 139 = 22 * 6 + 4 + 3, 142 = 23 * 6 + 4), A contiguous, transposed, bf16 */
         {1, 16, 300, 48, 0, 1, 0.5f, 0.0f, TN_DTYPE_F32, 0},
