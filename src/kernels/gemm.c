@@ -685,11 +685,13 @@ void tn_gemm_with(const tn_kernel_table *k, const tn_gemm *g_in, float *scratch,
             int64_t mr = bf16 ? k->gemm_bf16_mr : k->gemm_mr, nr = bf16 ? k->gemm_bf16_nr : k->gemm_nr;
             int64_t i0 = 0, i1 = g->m, j0 = 0, j1 = g->n;
             /* Threads split columns (in whole micro-tiles) when each would otherwise pack the
-             * same B; with B packed already they split rows, so that no two pack the same A,
-             * unless the rows are too few to share evenly or B is much wider than A is tall
-             * (then each thread reading only its half of B wins: 3-5% at M = 128 and N from
-             * 1536, interleaved pairs; M = 512 up to N = 4096 stays on rows). */
-            int split_rows = g->n < g->m || (g->b_packed && g->m >= 8 * mr * nth && g->n <= 8 * g->m);
+             * same B. With B packed already they split rows, so that no two pack the same A,
+             * when each gets five panels of rows or more and B is at most 5 times wider than
+             * A is tall (8 times from 8 panels a thread): past that, each thread reading only
+             * its half of B wins (3-5% at M = 128 and N from 1024), below it packing only half
+             * of A does (4-5% at M = 128 and N = 576; M = 512 up to N = 4096 stays on rows). */
+            int64_t wide = g->m >= 8 * mr * nth ? 8 : 5;
+            int split_rows = g->n < g->m || (g->b_packed && g->m >= 5 * mr * nth && g->n <= wide * g->m);
             if (!split_rows) {
                 tn_slice((g->n + nr - 1) / nr, ith, nth, &first, &last);
                 j0 = first * nr;

@@ -3,7 +3,9 @@
  * Idle workers spin briefly before sleeping on a condition variable, so that back-to-back
  * launches hand work over in about a microsecond instead of the tens a futex wake-up costs;
  * they spin with sched_yield, which gives their core to the host thread that is launching
- * the work (a 2-core machine runs the host thread, a stream worker and a pool worker). The
+ * the work (a 2-core machine runs the host thread, a stream worker and a pool worker). A
+ * launch onto an idle stream wakes sleeping workers too (tn_parallel_prewake), so that the
+ * first kernel after a pause does not wait for their wake-up after the stream worker's. The
  * caller waiting for the last slices spins with pauses: that wait is short. */
 #define _GNU_SOURCE
 #include <immintrin.h>
@@ -32,6 +34,8 @@ static struct {
     int32_t nth;
     int32_t next;    /* next slice to take */
     _Atomic int32_t pending; /* slices not finished */
+    _Atomic int32_t sleeping; /* workers waiting on `wake` */
+    uint64_t nudges;          /* prewakes so far (under lock) */
 } pool = {.once = PTHREAD_ONCE_INIT,
           .busy = PTHREAD_MUTEX_INITIALIZER,
           .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -65,7 +69,12 @@ static void *worker(void *arg) {
                 sched_yield();
             pthread_mutex_lock(&pool.lock);
         }
-        while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        uint64_t nudges = pool.nudges;
+        atomic_fetch_add(&pool.sleeping, 1);
+        while (atomic_load(&pool.generation) == seen && pool.nudges == nudges)
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        atomic_fetch_sub(&pool.sleeping, 1);
+        if (atomic_load(&pool.generation) == seen) continue; /* prewoken: spin again */
         seen = atomic_load(&pool.generation);
         drain();
     }
@@ -89,6 +98,14 @@ static void start(void) {
 int32_t tn_parallel_threads(void) {
     pthread_once(&pool.once, start);
     return pool.nthreads;
+}
+
+void tn_parallel_prewake(void) {
+    if (tn_parallel_threads() <= 1 || atomic_load(&pool.sleeping) == 0) return;
+    pthread_mutex_lock(&pool.lock);
+    pool.nudges++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
 }
 
 void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {

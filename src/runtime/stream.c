@@ -181,6 +181,7 @@ static tn_status enqueue(tn_stream_t s, const char *op, tn_task_fn fn, const voi
         pthread_mutex_lock(&s->lock);
         pthread_cond_signal(&s->has_work);
         pthread_mutex_unlock(&s->lock);
+        tn_parallel_prewake(); /* the pool wakes alongside the worker, not after it */
     }
     if (tn_capture_active()) tn_capture_record(s, op, fn, arg, arg_size);
     return TN_STATUS_OK;

@@ -5,10 +5,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "kernels/elem.h"
 #include "kernels/table.h"
+#include "runtime/internal.h"
 #include "tn/tn.h"
 
 #define N 1031 /* odd: exercises vector tails */
@@ -441,6 +443,20 @@ void test_parallel_pool(void) {
     memset(hits, 0, sizeof hits);
     tn_parallel_run(count_slices, hits, 10); /* small: one slice */
     CHECK(hits[0] == 1 && hits[1] == 0);
+    /* workers woken with no job (a launch onto an idle stream prewakes them) go back to
+     * waiting, and still take each slice of the next jobs exactly once */
+    for (int round = 0; round < 3; round++) {
+        struct timespec idle = {0, 30 * 1000 * 1000}; /* past the workers' spin: asleep */
+        nanosleep(&idle, NULL);
+        tn_parallel_prewake();
+        tn_parallel_prewake();
+        for (int job = 0; job < 4; job++) {
+            memset(hits, 0, sizeof hits);
+            tn_parallel_run(count_slices, hits, 1 << 24);
+            for (int i = 0; i < threads; i++) CHECK(hits[i] == 1);
+            if (job == 1) tn_parallel_prewake(); /* while they spin */
+        }
+    }
 }
 
 void test_elementwise_launch(void) {
