@@ -11,7 +11,10 @@ same state of this noisy machine. The summary at the end reads each M against th
 peaks, and also against the largest peak of the whole run (the stricter figure).
 At M=1 the product streams B once: the last column is neuron's B bytes per second as a
 fraction of the measured copy bandwidth (read + write bytes of a 256 MiB copy).
-neuron is timed as a device is: several launches back to back, then one synchronize.
+neuron is timed as a device is: several launches back to back, then one synchronize; the
+CPU makes as many calls. A block is at least 8 launches and about 4 GFLOP (at most 64
+launches), so that a small product's row measures throughput rather than the wake-up of idle
+threads after the pause between blocks (bench/dispatch.py measures launch latency).
 The same B comes back on every launch, so from the second launch on neuron reads it packed
 (as it does a model's weights); TORCH_NEURONX_PACKED_WEIGHTS_MB=0 measures packing B on every
 call, as for a product of two activations.
@@ -65,7 +68,8 @@ def main():
             t = time.perf_counter()
             torch.mm(a, b)
             slow = time.perf_counter() - t > 0.25
-            launches, cpu_launches, repeat = 8, 1 if slow else 8, 2 if slow else args.repeat
+            launches = min(64, max(8, -(-4_000_000_000 // (2 * m * k * n))))
+            cpu_launches, repeat = 1 if slow else launches, 2 if slow else args.repeat
 
             def run_dev():
                 for _ in range(launches):
