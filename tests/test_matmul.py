@@ -86,6 +86,27 @@ def test_float16_decode_products_match_cpu(m, k):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("m", [1, 3])
+def test_split_k_products_match_cpu(dtype, m):
+    """x @ W with W stored k x n (GPT-2's Conv1D), few rows, k >= n and W of 2 MB or more: the
+    threads split k and the launch adds their partial rows. With alpha and beta, a bias and a
+    strided x; in bfloat16 the launch computes C in float32 and converts it."""
+    k, n = (2048, 300) if dtype == torch.float32 else (4096, 300)
+    x, w, c = rand(m, k, dtype=dtype, seed=1), rand(k, n, dtype=dtype, seed=2), rand(m, n, dtype=dtype, seed=3)
+    got = assert_native(lambda: on(x) @ on(w))
+    torch.testing.assert_close(got.cpu(), reference(torch.mm, x, w), **TOL[dtype])
+    got = torch.addmm(on(c), on(x), on(w), beta=0.5, alpha=2.0)
+    torch.testing.assert_close(got.cpu(), reference(lambda *t: torch.addmm(*t, beta=0.5, alpha=2.0), c, x, w),
+                               **TOL[dtype])
+    bias = rand(n, dtype=dtype, seed=4)
+    got = torch.addmm(on(bias), on(x), on(w))
+    torch.testing.assert_close(got.cpu(), reference(torch.addmm, bias, x, w), **TOL[dtype])
+    wide = rand(m, 2 * k, dtype=dtype, seed=5)
+    got = on(wide)[:, ::2] @ on(w)
+    torch.testing.assert_close(got.cpu(), reference(torch.mm, wide[:, ::2], w), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_bmm_baddbmm_matmul(dtype):
     a, b = rand(6, 10, 32, dtype=dtype, seed=1), rand(6, 32, 12, dtype=dtype, seed=2)
     got = assert_native(lambda: torch.bmm(on(a), on(b)))

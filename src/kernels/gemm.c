@@ -510,6 +510,14 @@ static int axpy_path(const tn_gemm *g) {
     return g->m <= 4 && types && g->b.col_stride == 1 && g->c.col_stride == 1;
 }
 
+/* Split-k products (tn/gemm.h): B's rows take 2 MB or more, so that a thread's share of
+ * its columns would not stay in its L2 from one call to the next where a share of its rows
+ * does (a contiguous block, spread evenly over the cache's sets). */
+int tn_gemm_split_k(const tn_gemm *g) {
+    return g->batch == 1 && !dot_path(g) && axpy_path(g) && g->k >= g->n &&
+           g->k * g->n * tn_dtype_size(g->b.dtype) >= (2 << 20);
+}
+
 enum { AXPY_ROWS = 64 }; /* rows of B per call (the kernels take them four at a time) */
 
 static void axpys(const tn_gemm *g, const tn_kernel_table *k, int64_t batch, int64_t j0, int64_t j1) {

@@ -16,15 +16,46 @@ typedef struct gemm_task {
     tn_matrix out; /* where the result goes when it is not float32 */
     int convert;
     int failed; /* a thread could not get its scratch */
+    float *parts; /* split k: the partial rows of slices 1.. (m x n floats each) */
+    int32_t slices; /* split k: how many slices ran */
 } gemm_task;
 
 static void gemm_slice(void *p, int32_t ith, int32_t nth) {
     gemm_task *t = p;
     float *scratch = tn_thread_scratch((size_t)tn_gemm_scratch_floats() * sizeof(float));
-    if (scratch)
-        tn_kernel_gemm(&t->g, scratch, ith, nth);
-    else
+    if (!scratch) {
         t->failed = 1;
+        return;
+    }
+    if (!t->parts) {
+        tn_kernel_gemm(&t->g, scratch, ith, nth);
+        return;
+    }
+    /* split k (tn_gemm_split_k): rows k0..k1 of B, whole, into C (slice 0, with beta) or
+     * into this slice's partial rows */
+    tn_gemm s = t->g;
+    int64_t k0 = s.k * ith / nth, k1 = s.k * (ith + 1) / nth;
+    s.a.data = (char *)s.a.data + k0 * s.a.col_stride * tn_dtype_size(s.a.dtype);
+    s.b.data = (char *)s.b.data + k0 * s.b.row_stride * tn_dtype_size(s.b.dtype);
+    s.k = k1 - k0;
+    if (ith > 0) {
+        s.beta = 0.0f;
+        s.c = (tn_matrix){t->parts + (ith - 1) * s.m * s.n, TN_DTYPE_F32, s.n, 1, s.m * s.n};
+    }
+    tn_kernel_gemm(&s, scratch, 0, 1);
+    if (ith == 0) t->slices = nth;
+}
+
+/* Split k: the partial rows of slices 1.. added into C. */
+static void add_parts(const gemm_task *t) {
+    const tn_gemm *g = &t->g;
+    float *c = (float *)g->c.data;
+    for (int32_t part = 1; part < t->slices; part++)
+        for (int64_t i = 0; i < g->m; i++) {
+            const float *src = t->parts + ((part - 1) * g->m + i) * g->n;
+            float *row = c + i * g->c.row_stride;
+            for (int64_t j = 0; j < g->n; j++) row[j] += src[j];
+        }
 }
 
 /* A 3-D view (batch, rows, cols) of a matrix operand, for dtype conversions. */
@@ -66,7 +97,16 @@ static tn_status run_gemm(void *p) {
      * some 10 us of streaming) already takes two threads; the hand-over to a spinning worker
      * costs about a microsecond. */
     int64_t work_units = g->batch * g->m * g->n * (g->k > 0 ? g->k : 1);
+    int32_t threads = tn_parallel_threads();
+    t->parts = NULL;
+    if (threads > 1 && tn_gemm_split_k(g)) /* without the memory: split by columns, as usual */
+        t->parts = malloc(sizeof(float) * (size_t)((threads - 1) * g->m * g->n));
+    t->slices = 1;
     tn_parallel_run(gemm_slice, t, work_units);
+    if (t->parts) {
+        add_parts(t);
+        free(t->parts);
+    }
     if (t->convert) {
         convert_task c = {view3(&t->out, g->batch, g->m, g->n), view3(&g->c, g->batch, g->m, g->n)};
         tn_parallel_run(convert_slice, &c, g->batch * g->m * g->n);
@@ -86,7 +126,7 @@ tn_status tn_gemm_async(tn_stream_t stream, const char *name, const tn_gemm *g) 
     if (!supported(g->a.dtype) || !supported(g->b.dtype) || !supported(g->c.dtype))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "GEMM supports float32/bfloat16/float16 operands");
     if (g->batch == 0 || g->m == 0 || g->n == 0) return TN_STATUS_OK;
-    gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32 && !tn_gemm_half_c(g), 0};
+    gemm_task t = {*g, g->c, g->c.dtype != TN_DTYPE_F32 && !tn_gemm_half_c(g), 0, NULL, 1};
     return tn_stream_launch(stream, name ? name : "gemm", run_gemm, &t, sizeof t);
 }
 

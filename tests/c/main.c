@@ -57,6 +57,7 @@ int tn_test_failures;
     X(test_gemm_every_isa)       \
     X(test_gemm_fma_peak)        \
     X(test_gemm_launch_bf16_output) \
+    X(test_gemm_launch_split_k)  \
     X(test_gemm_integer)         \
     X(test_reductions)           \
     X(test_var_kernel)           \

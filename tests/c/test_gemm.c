@@ -233,6 +233,43 @@ void test_gemm_launch_bf16_output(void) {
     CHECK(tn_gemm_async(s, "aten::mm.out", &g) == TN_STATUS_INVALID_ARGUMENT);
 }
 
+/* A matrix-vector product whose threads split k (tn_gemm_split_k): the partial rows are added
+ * once each, alpha scales every part and beta only C's old value, into a bfloat16 C too. */
+void test_gemm_launch_split_k(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 0, &s));
+    enum { M = 3, N = 64, K = 8200 }; /* B: 2 MB */
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N), c[M * N], c0[M * N];
+    uint16_t h[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = value(i, 7);
+    for (int i = 0; i < K * N; i++) b[i] = value(i, 8);
+    for (int i = 0; i < M * N; i++) c[i] = c0[i] = value(i, 9);
+    tn_gemm g = {.batch = 1, .m = M, .n = N, .k = K, .alpha = 0.5f, .beta = 2.0f};
+    g.a = (tn_matrix){a, TN_DTYPE_F32, K, 1, 0};
+    g.b = (tn_matrix){b, TN_DTYPE_F32, N, 1, 0};
+    g.c = (tn_matrix){c, TN_DTYPE_F32, N, 1, 0};
+    CHECK(tn_gemm_split_k(&g));
+    CHECK_OK(tn_gemm_async(s, "aten::addmm.out", &g));
+    g.beta = 0.0f;
+    g.c = (tn_matrix){h, TN_DTYPE_BF16, N, 1, 0};
+    CHECK_OK(tn_gemm_async(s, "aten::mm.out", &g));
+    CHECK_OK(tn_stream_synchronize(s));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double dot = 0, mag = 0;
+            for (int p = 0; p < K; p++) {
+                dot += (double)a[i * K + p] * b[p * N + j];
+                mag += fabs((double)a[i * K + p] * b[p * N + j]);
+            }
+            CHECK(fabs(c[i * N + j] - (0.5 * dot + 2.0 * c0[i * N + j])) <= 1e-5 * (mag + 1));
+            CHECK(fabs(tn_bf16_to_f32(h[i * N + j]) - 0.5 * dot) <= fabs(0.5 * dot) / 128 + 1e-5 * (mag + 1));
+        }
+    g.n = 2 * K; /* wider than deep: columns split as usual */
+    CHECK(!tn_gemm_split_k(&g));
+    free(a);
+    free(b);
+}
+
 /* Integer GEMM: int32 sums that overflow wrap as in the dtype; B transposed; alpha and beta;
  * a batch; uint8 wraps too. */
 void test_gemm_integer(void) {
