@@ -50,6 +50,9 @@ CASES = {
     # heads and add their key and value gradients from slots
     "shared_groups": ((1, 9, 40, 16), (1, 3, 40, 16), dict(is_causal=True, enable_gqa=True)),
     "one_kv_head": ((1, 4, 64, 16), (1, 1, 70, 16), dict(is_causal=True, enable_gqa=True)),
+    # a decode step: one query row per head against the keys directly, four keys at a time
+    # and a tail, in vectors of 16 along the head dimension (bfloat16 widened as loaded)
+    "decode_gqa": ((1, 9, 1, 64), (1, 3, 37, 64), dict(enable_gqa=True)),
     # query tiles (96 rows) and key blocks with a mask, and left padding in a query tile
     "additive_mask_tiles": ((1, 2, 100, 32), (1, 2, 100, 32), dict(mask=torch.randn(1, 1, 100, 100))),
     "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),

@@ -47,34 +47,44 @@
 /* Contiguous float32 keys, a head dimension of whole 16-float chunks: each key is one vector
  * dot product, four keys at a time, each chunk of q loaded once for the four (keeping all of q
  * in registers left none for the sums on AVX2). */
-static void scores_f32(const float *qf, const float *k, int64_t ks, int64_t E, int64_t n, float *s) {
-    int64_t chunks = E / 16, j = 0;
-    for (; j + 4 <= n; j += 4) {
-        const float *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;
-        tn_v16 q = v16_load(qf);
-        tn_v16 a0 = v16_mul(q, v16_load(k0)), a1 = v16_mul(q, v16_load(k1)),
-               a2 = v16_mul(q, v16_load(k2)), a3 = v16_mul(q, v16_load(k3));
-        for (int64_t c = 1; c < chunks; c++) {
-            q = v16_load(qf + 16 * c);
-            a0 = v16_mul_add(a0, q, v16_load(k0 + 16 * c));
-            a1 = v16_mul_add(a1, q, v16_load(k1 + 16 * c));
-            a2 = v16_mul_add(a2, q, v16_load(k2 + 16 * c));
-            a3 = v16_mul_add(a3, q, v16_load(k3 + 16 * c));
-        }
-        v16_sum4(a0, a1, a2, a3, s + j);
+#define TN_SCORES_V16(name, type, load)                                                                      \
+    static void name(const float *qf, const type *k, int64_t ks, int64_t E, int64_t n, float *s) {           \
+        int64_t chunks = E / 16, j = 0;                                                                      \
+        for (; j + 4 <= n; j += 4) {                                                                         \
+            const type *k0 = k + j * ks, *k1 = k0 + ks, *k2 = k1 + ks, *k3 = k2 + ks;                        \
+            tn_v16 q = v16_load(qf);                                                                         \
+            tn_v16 a0 = v16_mul(q, load(k0)), a1 = v16_mul(q, load(k1)), a2 = v16_mul(q, load(k2)),          \
+                   a3 = v16_mul(q, load(k3));                                                                \
+            for (int64_t c = 1; c < chunks; c++) {                                                           \
+                q = v16_load(qf + 16 * c);                                                                   \
+                a0 = v16_mul_add(a0, q, load(k0 + 16 * c));                                                  \
+                a1 = v16_mul_add(a1, q, load(k1 + 16 * c));                                                  \
+                a2 = v16_mul_add(a2, q, load(k2 + 16 * c));                                                  \
+                a3 = v16_mul_add(a3, q, load(k3 + 16 * c));                                                  \
+            }                                                                                                \
+            v16_sum4(a0, a1, a2, a3, s + j);                                                                 \
+        }                                                                                                    \
+        for (; j < n; j++) {                                                                                 \
+            tn_v16 a0 = v16_mul(v16_load(qf), load(k + j * ks));                                             \
+            for (int64_t c = 1; c < chunks; c++) a0 = v16_mul_add(a0, v16_load(qf + 16 * c), load(k + j * ks + 16 * c)); \
+            s[j] = v16_sum(a0);                                                                              \
+        }                                                                                                    \
     }
-    for (; j < n; j++) {
-        tn_v16 a0 = v16_mul(v16_load(qf), v16_load(k + j * ks));
-        for (int64_t c = 1; c < chunks; c++) a0 = v16_mul_add(a0, v16_load(qf + 16 * c), v16_load(k + j * ks + 16 * c));
-        s[j] = v16_sum(a0);
-    }
-}
+TN_SCORES_V16(scores_f32, float, v16_load)
+/* bfloat16 keys the same way, widened as they are loaded: the generic loop folded each key's
+ * 16 lanes one scalar add after another, and a bf16 decode step ran at a third of the
+ * float32 one's speed */
+TN_SCORES_V16(scores_bf16, uint16_t, v16_load_bf16)
 
 static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h, int64_t hk, int64_t i, int64_t j0,
                    int64_t n, float *s) {
     int64_t E = a->q.sizes[3], ks = a->k.strides[2], j = 0;
     if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32 && E % 16 == 0) {
         scores_f32(qf, (const float *)a->k.data + row_off(&a->k, b, hk, j0), ks, E, n, s);
+        return;
+    }
+    if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_BF16 && E % 16 == 0) {
+        scores_bf16(qf, (const uint16_t *)a->k.data + row_off(&a->k, b, hk, j0), ks, E, n, s);
         return;
     }
     if (!a->has_bias && a->k.strides[3] == 1 && a->k.dtype == TN_DTYPE_F32) {
@@ -98,25 +108,31 @@ static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h,
 
 static void values(const tn_attention *a, float *acc, const float *s, int64_t b, int64_t hk, int64_t j0, int64_t n) {
     int64_t Ev = a->v.sizes[3], vs = a->v.strides[2], j = 0;
+    /* a 16-float chunk of the accumulator stays in registers over the block's keys, in four
+     * sums so that the adds' latency overlaps (bfloat16 values widened as they are loaded) */
+#define TN_VALUES_V16(type, load)                                                    \
+    const type *v = (const type *)a->v.data + row_off(&a->v, b, hk, j0);             \
+    for (int64_t c = 0; c < Ev; c += 16) {                                           \
+        tn_v16 s0 = v16_load(acc + c), s1 = v16_zero(), s2 = s1, s3 = s1;            \
+        int64_t k = 0;                                                               \
+        for (; k + 4 <= n; k += 4) {                                                 \
+            const type *vk = v + k * vs + c;                                         \
+            s0 = v16_scale_add(s0, s[k], load(vk));                                  \
+            s1 = v16_scale_add(s1, s[k + 1], load(vk + vs));                         \
+            s2 = v16_scale_add(s2, s[k + 2], load(vk + 2 * vs));                     \
+            s3 = v16_scale_add(s3, s[k + 3], load(vk + 3 * vs));                     \
+        }                                                                            \
+        for (; k < n; k++) s0 = v16_scale_add(s0, s[k], load(v + k * vs + c));       \
+        v16_store(acc + c, v16_add(v16_add(s0, s1), v16_add(s2, s3)));               \
+    }                                                                                \
+    return;
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32 && Ev % 16 == 0) {
-        /* a 16-float chunk of the accumulator stays in registers over the block's keys, in
-         * four sums so that the adds' latency overlaps */
-        const float *v = (const float *)a->v.data + row_off(&a->v, b, hk, j0);
-        for (int64_t c = 0; c < Ev; c += 16) {
-            tn_v16 s0 = v16_load(acc + c), s1 = v16_zero(), s2 = s1, s3 = s1;
-            int64_t k = 0;
-            for (; k + 4 <= n; k += 4) {
-                const float *vk = v + k * vs + c;
-                s0 = v16_scale_add(s0, s[k], v16_load(vk));
-                s1 = v16_scale_add(s1, s[k + 1], v16_load(vk + vs));
-                s2 = v16_scale_add(s2, s[k + 2], v16_load(vk + 2 * vs));
-                s3 = v16_scale_add(s3, s[k + 3], v16_load(vk + 3 * vs));
-            }
-            for (; k < n; k++) s0 = v16_scale_add(s0, s[k], v16_load(v + k * vs + c));
-            v16_store(acc + c, v16_add(v16_add(s0, s1), v16_add(s2, s3)));
-        }
-        return;
+        TN_VALUES_V16(float, v16_load)
     }
+    if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16 && Ev % 16 == 0) {
+        TN_VALUES_V16(uint16_t, v16_load_bf16)
+    }
+#undef TN_VALUES_V16
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32) {
         TN_AXPY4(float, TN_AS_FLOAT)
     } else if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16) {

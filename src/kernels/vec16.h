@@ -9,6 +9,7 @@
 #ifndef TN_KERNELS_VEC16_H
 #define TN_KERNELS_VEC16_H
 
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__AVX512F__)
@@ -37,6 +38,21 @@ static inline tn_v16 v16_zero(void) {
 static inline tn_v16 v16_load(const float *x) {
     tn_v16 r;
     for (int i = 0; i < TN_VPARTS; i++) r.p[i] = *(const tn_vnative_u *)(const void *)(x + i * TN_VLANES);
+    return r;
+}
+
+/* Sixteen bfloat16 values from any address, widened (a bfloat16 is the upper half of a
+ * float32): a zero extension and a shift per part. */
+static inline tn_v16 v16_load_bf16(const uint16_t *x) {
+    typedef uint16_t halves __attribute__((vector_size(2 * TN_VLANES)));
+    typedef uint32_t words __attribute__((vector_size(4 * TN_VLANES)));
+    tn_v16 r;
+    for (int i = 0; i < TN_VPARTS; i++) {
+        halves h;
+        memcpy(&h, x + i * TN_VLANES, sizeof h);
+        words w = __builtin_convertvector(h, words) << 16;
+        memcpy(&r.p[i], &w, sizeof w);
+    }
     return r;
 }
 
