@@ -53,6 +53,10 @@ CASES = {
     # a decode step: one query row per head against the keys directly, four keys at a time
     # and a tail, in vectors of 16 along the head dimension (bfloat16 widened as loaded)
     "decode_gqa": ((1, 9, 1, 64), (1, 3, 37, 64), dict(enable_gqa=True)),
+    # the same against a static cache: the slots past the sequence masked out
+    "decode_static_cache": ((1, 9, 1, 64), (1, 3, 40, 64),
+                            dict(enable_gqa=True, mask=(torch.arange(40) < 29).view(1, 1, 1, 40))),
+    "decode_additive_mask": ((1, 4, 2, 32), (1, 4, 23, 32), dict(mask=torch.randn(1, 4, 2, 23))),
     # query tiles (96 rows) and key blocks with a mask, and left padding in a query tile
     "additive_mask_tiles": ((1, 2, 100, 32), (1, 2, 100, 32), dict(mask=torch.randn(1, 1, 100, 100))),
     "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),
