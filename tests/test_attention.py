@@ -57,6 +57,10 @@ CASES = {
     "decode_static_cache": ((1, 9, 1, 64), (1, 3, 40, 64),
                             dict(enable_gqa=True, mask=(torch.arange(40) < 29).view(1, 1, 1, 40))),
     "decode_additive_mask": ((1, 4, 2, 32), (1, 4, 23, 32), dict(mask=torch.randn(1, 4, 2, 23))),
+    # a group's heads in one unit (two units for two threads), and a group split in two units
+    "decode_grouped_heads": ((2, 8, 2, 32), (2, 2, 50, 32), dict(enable_gqa=True, is_causal=True)),
+    "decode_split_group": ((1, 4, 1, 64), (1, 1, 40, 64),
+                           dict(enable_gqa=True, mask=(torch.arange(40) < 33).view(1, 1, 1, 40))),
     # query tiles (96 rows) and key blocks with a mask, and left padding in a query tile
     "additive_mask_tiles": ((1, 2, 100, 32), (1, 2, 100, 32), dict(mask=torch.randn(1, 1, 100, 100))),
     "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),
