@@ -6,10 +6,18 @@
  * the work (a 2-core machine runs the host thread, a stream worker and a pool worker). A
  * launch onto an idle stream wakes sleeping workers too (tn_parallel_prewake), so that the
  * first kernel after a pause does not wait for their wake-up after the stream worker's. The
- * caller waiting for the last slices spins with pauses: that wait is short. */
+ * caller waiting for the last slices spins with pauses: that wait is short.
+ *
+ * A worker spinning with sched_yield stays runnable on its CPU, and when that CPU is the one
+ * the caller then computes its slice on, the worker waits behind it for milliseconds (until
+ * the scheduler balances the CPUs): the caller ran nearly every slice itself, and one
+ * 160 us attention launch took 330 us in about half of the processes. So each worker
+ * publishes the CPU it spins on, and a caller that finds a worker on its own CPU moves that
+ * worker off it (sched_setaffinity to the process's CPUs but this one), once per collision. */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,6 +43,9 @@ static struct {
     int32_t next;    /* next slice to take */
     _Atomic int32_t pending; /* slices not finished */
     _Atomic int32_t sleeping; /* workers waiting on `wake` */
+    cpu_set_t cpus;           /* the process's CPUs when the pool started */
+    pid_t tid[TN_MAX_THREADS];                /* each worker's thread id (0: the caller's slot) */
+    _Atomic int32_t cpu[TN_MAX_THREADS];      /* the CPU each worker last spun or woke on */
     uint64_t nudges;          /* prewakes so far (under lock) */
 } pool = {.once = PTHREAD_ONCE_INIT,
           .busy = PTHREAD_MUTEX_INITIALIZER,
@@ -60,13 +71,18 @@ static void *worker(void *arg) {
     char name[16];
     snprintf(name, sizeof name, "tn-pool%d", (int)(intptr_t)arg);
     pthread_setname_np(pthread_self(), name);
+    int32_t self = (int32_t)(intptr_t)arg;
     uint64_t seen = 0;
     pthread_mutex_lock(&pool.lock);
+    pool.tid[self] = (pid_t)syscall(SYS_gettid);
     for (;;) {
+        atomic_store_explicit(&pool.cpu[self], sched_getcpu(), memory_order_relaxed);
         if (atomic_load(&pool.generation) == seen) {
             pthread_mutex_unlock(&pool.lock);
-            for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++)
+            for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++) {
                 sched_yield();
+                atomic_store_explicit(&pool.cpu[self], sched_getcpu(), memory_order_relaxed);
+            }
             pthread_mutex_lock(&pool.lock);
         }
         uint64_t nudges = pool.nudges;
@@ -87,6 +103,8 @@ static void start(void) {
     if (n < 1) n = 1;
     if (n > TN_MAX_THREADS) n = TN_MAX_THREADS;
     pool.nthreads = 1;
+    if (sched_getaffinity(0, sizeof pool.cpus, &pool.cpus) != 0) CPU_ZERO(&pool.cpus);
+    for (long i = 0; i < n; i++) atomic_store(&pool.cpu[i], -1);
     for (long i = 1; i < n; i++) {
         pthread_t t;
         if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i) != 0) break;
@@ -108,6 +126,20 @@ void tn_parallel_prewake(void) {
     pthread_mutex_unlock(&pool.lock);
 }
 
+/* Moves the workers spinning on the caller's CPU off it (see the top of the file). Called
+ * with pool.lock held. */
+static void move_off_my_cpu(void) {
+    int me = sched_getcpu();
+    if (me < 0 || !CPU_ISSET(me, &pool.cpus) || CPU_COUNT(&pool.cpus) < 2) return;
+    for (int32_t i = 1; i < pool.nthreads; i++)
+        if (atomic_load_explicit(&pool.cpu[i], memory_order_relaxed) == me && pool.tid[i] > 0) {
+            cpu_set_t others = pool.cpus;
+            CPU_CLR(me, &others);
+            sched_setaffinity(pool.tid[i], sizeof others, &others); /* failing, it stays: slower, not wrong */
+            atomic_store_explicit(&pool.cpu[i], -1, memory_order_relaxed);
+        }
+}
+
 void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {
     int32_t threads = tn_parallel_threads();
     int64_t by_work = work / TN_PARALLEL_GRAIN;
@@ -122,6 +154,7 @@ void tn_parallel_run(tn_parallel_fn fn, void *ctx, int64_t work) {
     pool.nth = nth;
     pool.next = 0;
     pool.pending = nth;
+    move_off_my_cpu();
     atomic_fetch_add(&pool.generation, 1);
     pthread_cond_broadcast(&pool.wake);
     drain();
