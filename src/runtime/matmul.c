@@ -38,6 +38,7 @@ static void gemm_slice(void *p, int32_t ith, int32_t nth) {
     s.a.data = (char *)s.a.data + k0 * s.a.col_stride * tn_dtype_size(s.a.dtype);
     s.b.data = (char *)s.b.data + k0 * s.b.row_stride * tn_dtype_size(s.b.dtype);
     s.k = k1 - k0;
+    s.b_packed = NULL; /* m <= 4 reads B itself */
     if (ith > 0) {
         s.beta = 0.0f;
         s.c = (tn_matrix){t->parts + (ith - 1) * s.m * s.n, TN_DTYPE_F32, s.n, 1, s.m * s.n};
