@@ -112,33 +112,38 @@ static void scores(const tn_attention *a, const float *qf, int64_t b, int64_t h,
             acc[e] += (w0 * load(v0[e]) + w1 * load(v1[e])) + (w2 * load(v2[e]) + w3 * load(v3[e])); \
     }
 
+/* acc += sum_k s[k] v[k] over n values of whole 16-float chunks: a chunk of the accumulator
+ * stays in registers over the block's keys, in four sums so that the adds' latency overlaps
+ * (bfloat16 values widened as they are loaded). */
+#define TN_VALUES_V16(name, type, load)                                                                 \
+    static void name(const float *s, const type *v, int64_t vs, int64_t Ev, int64_t n, float *acc) {   \
+        for (int64_t c = 0; c < Ev; c += 16) {                                                          \
+            tn_v16 s0 = v16_load(acc + c), s1 = v16_zero(), s2 = s1, s3 = s1;                           \
+            int64_t k = 0;                                                                              \
+            for (; k + 4 <= n; k += 4) {                                                                \
+                const type *vk = v + k * vs + c;                                                        \
+                s0 = v16_scale_add(s0, s[k], load(vk));                                                 \
+                s1 = v16_scale_add(s1, s[k + 1], load(vk + vs));                                        \
+                s2 = v16_scale_add(s2, s[k + 2], load(vk + 2 * vs));                                    \
+                s3 = v16_scale_add(s3, s[k + 3], load(vk + 3 * vs));                                    \
+            }                                                                                           \
+            for (; k < n; k++) s0 = v16_scale_add(s0, s[k], load(v + k * vs + c));                      \
+            v16_store(acc + c, v16_add(v16_add(s0, s1), v16_add(s2, s3)));                              \
+        }                                                                                               \
+    }
+TN_VALUES_V16(values_f32, float, v16_load)
+TN_VALUES_V16(values_bf16, uint16_t, v16_load_bf16)
+
 static void values(const tn_attention *a, float *acc, const float *s, int64_t b, int64_t hk, int64_t j0, int64_t n) {
     int64_t Ev = a->v.sizes[3], vs = a->v.strides[2], j = 0;
-    /* a 16-float chunk of the accumulator stays in registers over the block's keys, in four
-     * sums so that the adds' latency overlaps (bfloat16 values widened as they are loaded) */
-#define TN_VALUES_V16(type, load)                                                    \
-    const type *v = (const type *)a->v.data + row_off(&a->v, b, hk, j0);             \
-    for (int64_t c = 0; c < Ev; c += 16) {                                           \
-        tn_v16 s0 = v16_load(acc + c), s1 = v16_zero(), s2 = s1, s3 = s1;            \
-        int64_t k = 0;                                                               \
-        for (; k + 4 <= n; k += 4) {                                                 \
-            const type *vk = v + k * vs + c;                                         \
-            s0 = v16_scale_add(s0, s[k], load(vk));                                  \
-            s1 = v16_scale_add(s1, s[k + 1], load(vk + vs));                         \
-            s2 = v16_scale_add(s2, s[k + 2], load(vk + 2 * vs));                     \
-            s3 = v16_scale_add(s3, s[k + 3], load(vk + 3 * vs));                     \
-        }                                                                            \
-        for (; k < n; k++) s0 = v16_scale_add(s0, s[k], load(v + k * vs + c));       \
-        v16_store(acc + c, v16_add(v16_add(s0, s1), v16_add(s2, s3)));               \
-    }                                                                                \
-    return;
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32 && Ev % 16 == 0) {
-        TN_VALUES_V16(float, v16_load)
+        values_f32(s, (const float *)a->v.data + row_off(&a->v, b, hk, j0), vs, Ev, n, acc);
+        return;
     }
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16 && Ev % 16 == 0) {
-        TN_VALUES_V16(uint16_t, v16_load_bf16)
+        values_bf16(s, (const uint16_t *)a->v.data + row_off(&a->v, b, hk, j0), vs, Ev, n, acc);
+        return;
     }
-#undef TN_VALUES_V16
     if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_F32) {
         TN_AXPY4(float, TN_AS_FLOAT)
     } else if (a->v.strides[3] == 1 && a->v.dtype == TN_DTYPE_BF16) {

@@ -109,9 +109,9 @@ void tn_usage_forget(void);
  * memory; its contents do not survive the next call (scratch.c). */
 void *tn_thread_scratch(size_t bytes);
 
-/* Wakes the kernel pool's sleeping workers so that they spin for a while: a stream worker
- * woken for a launch calls it, and the pool is then awake by the time the kernel splits
- * (parallel.c). */
+/* Wakes the kernel pool's sleeping workers so that they spin for a while: a launch that wakes
+ * a sleeping stream worker calls it, so the pool wakes alongside the worker and is awake by
+ * the time the kernel splits (parallel.c). */
 void tn_parallel_prewake(void);
 
 /* Adds n to a statistic, keeping its peak and running totals. */
