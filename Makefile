@@ -19,14 +19,14 @@ CFLAGS_REL := $(CFLAGS_COMMON) -O3 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-# src/kernels/rows.c, gemm_ukernel.c, attention.c and attention_backward.c are built once per
+# src/kernels/rows.c, reduce_rows.c, gemm_ukernel.c, attention.c and attention_backward.c are built once per
 # ISA with that ISA's flags (and only there).
 ISA_FLAGS_ref :=
 ISA_FLAGS_avx2 := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISAS := ref avx2 avx512
 
-PER_ISA := rows gemm_ukernel attention attention_backward
+PER_ISA := rows reduce_rows gemm_ukernel attention attention_backward
 # Built once, for CPUs with AVX512-BF16 (installed only when CPUID reports it).
 ISA_FLAGS_avx512bf16 := $(ISA_FLAGS_avx512) -mavx512bf16
 BF16_ONLY := gemm_bf16

@@ -31,6 +31,14 @@ OPS = {
     "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
     "sum": (lambda x, y: x.sum(), 1),
     "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
+    "sum_columns": (lambda x, y: x.view(-1, 1000).sum(0), 1),  # a bias's gradient
+    "amax": (lambda x, y: x.amax(), 1),
+    "argmax": (lambda x, y: x.argmax(), 1),
+    "max_rows": (lambda x, y: x.view(-1, 1000).max(1), 1),  # values and positions
+    "norm": (lambda x, y: torch.linalg.vector_norm(x), 1),
+    "norm_columns": (lambda x, y: torch.linalg.vector_norm(x.view(-1, 1000), dim=0), 1),
+    "var": (lambda x, y: x.var(), 1),
+    "prod": (lambda x, y: x.prod(), 1),
     "softmax_rows": (lambda x, y: torch.softmax(x.view(-1, 1000), -1), 2),
     "layer_norm_rows": (lambda x, y: torch.nn.functional.layer_norm(x.view(-1, 1000), (1000,)), 2),
     "rms_norm_rows": (lambda x, y: torch.nn.functional.rms_norm(x.view(-1, 1000), (1000,)), 2),

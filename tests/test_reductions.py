@@ -239,3 +239,82 @@ def test_sort_nan_order():
         got_v, got_i = torch.sort(x.to("neuron"), descending=descending, stable=True)
         torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True)
         torch.testing.assert_close(got_i.cpu(), exp_i)
+
+
+COLUMNS = {  # reductions over the outer dimension of a row-major matrix (a bias's gradient)
+    "sum0": lambda t: t.sum(0),
+    "mean0_keep": lambda t: t.mean(0, keepdim=True),
+    "amax0": lambda t: t.amax(0),
+    "amin0": lambda t: t.amin(0),
+    "norm0": lambda t: torch.linalg.vector_norm(t, dim=0),
+    "sum_outer_two": lambda t: t.view(-1, 5, t.shape[1]).sum((0, 1)) if t.shape[0] % 5 == 0 else t.sum(0),
+    "sum_batch_expanded": lambda t: t[:1].expand(40, -1).sum(0),   # reduced stride 0
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+@pytest.mark.parametrize("shape", [(700, 3), (130, 1100), (4000, 600)], ids=str)
+def test_column_reductions(name, shape):
+    """Outputs along the contiguous dimension fold whole input rows: more columns than one
+    block of outputs, rows past a float block (64), the threads' split inside a row."""
+    x = make(shape, torch.float32) * 4
+    x[7, 1] = float("nan")
+    fn = COLUMNS[name]
+    torch_neuronx.clear_op_tracking()
+    got = fn(x.to("neuron")).cpu()
+    assert torch_neuronx.get_fallback_ops() == {}
+    cpu, exact = fn(x), fn(x.double())
+    assert got.dtype == cpu.dtype and got.shape == cpu.shape
+    # a float32 sum of thousands of rows is off the float64 one by more than float32's rtol
+    # on both sides: as close to it as the CPU's result, or closer
+    size = exact.abs().nan_to_num().max().item()
+    bound = 2 * (cpu.double() - exact).abs().nan_to_num().max().item() + 1e-6 * size
+    torch.testing.assert_close(got.double(), exact, rtol=0, atol=bound, equal_nan=True)
+
+
+@pytest.mark.parametrize("n", [1, 15, 1000, 1025, 300_001])
+def test_vector_extremes_and_norms(n):
+    """Extremes in vector chunks, positions looked up in the chunk that holds them; norms and
+    products in one pass; over one row, many rows and a whole tensor split across threads."""
+    x = make((n,), torch.float32)
+    check(lambda t: (t.amax(), t.amin(), t.max(), t.argmin(), *torch.aminmax(t)), x)
+    check(lambda t: (torch.linalg.vector_norm(t), t.norm(), (t * 0.01 + 1).prod()), x)
+    if n > 1:
+        ties = x.clone()
+        ties[[n // 3, n - 1]] = 9.0               # equal maxima: the first one's position
+        check(lambda t: (t.argmax(), *t.max(0)), ties)
+        ties[n // 2] = float("nan")               # a NaN wins, at its own position
+        check(lambda t: (t.argmax(), *t.max(0), t.amax(), t.amin(), torch.linalg.vector_norm(t)), ties)
+    rows = make((37, n if n < 5000 else 5000), torch.float32)
+    check(lambda t: (t.amax(1), *t.max(1), t.argmin(1), t.norm(dim=1), t.prod(1) if t.shape[1] < 100 else t.sum(1)),
+          rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_aminmax(dtype):
+    x = make((6, 40, 9), dtype)
+    check(lambda t: tuple(torch.aminmax(t)), x)
+    check(lambda t: tuple(torch.aminmax(t, dim=1)), x)
+    check(lambda t: tuple(torch.aminmax(t, dim=-1, keepdim=True)), x)
+    check(lambda t: tuple(torch.aminmax(t, keepdim=True)), x)
+    check(lambda t: torch.aminmax(t, dim=3), x)                     # IndexError, as on the CPU
+    check(lambda t: torch.aminmax(t), torch.zeros(0, dtype=dtype))  # RuntimeError: no identity
+    check(lambda t: torch.aminmax(t, dim=1), torch.zeros(2, 0, dtype=dtype))
+
+
+def test_variance_of_large_tensors():
+    """Variance and std of a whole tensor split across the threads (moments combined), of
+    long rows in L1 blocks, and with a mean far from zero (the blocks' centering)."""
+    x = make((300_001,), torch.float32) * 3 + 1000
+    check(lambda t: (t.var(), t.std(), *torch.var_mean(t), *torch.std_mean(t, correction=0)), x)
+    check(lambda t: (t.var(1), *torch.std_mean(t, 1)), x[:300_000].view(3, 100_000))
+    check(lambda t: t.var(0), x[:300_000].view(1000, 300))
+
+
+def test_bool_sum_and_count_nonzero():
+    """A boolean mask is counted in place (sum with an int64 result, count_nonzero)."""
+    b = make((1000, 33), torch.bool)
+    check(lambda t: (t.sum(), t.sum(1), t.sum(0), t.sum(dtype=torch.int64)), b)
+    x = make((1000, 33), torch.float32)
+    x[x.abs() < 0.5] = 0
+    check(lambda t: (torch.count_nonzero(t), torch.count_nonzero(t, dim=1)), x)

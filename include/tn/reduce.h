@@ -31,6 +31,7 @@ typedef enum tn_reduce_op {
     TN_REDUCE_ARGMIN,
     TN_REDUCE_ALL,
     TN_REDUCE_ANY,
+    TN_REDUCE_NORM2, /* the square root of the sum of squares (a float input's vector norm) */
     TN_REDUCE_COUNT_
 } tn_reduce_op;
 
@@ -58,12 +59,23 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
                              const tn_reduce_part *parts, int32_t nparts);
 
 /* Variance over the reduced dimensions of `var` (stride 0 there, as for tn_reduce_async):
- * sum((x - mean)^2) / max(0, N - correction), computed in double with two passes; its square
+ * sum((x - mean)^2) / max(0, N - correction), in double from blocks' means and deviations; its square
  * root with take_sqrt. `mean`: NULL, or a float view shaped like var that receives the mean. */
 tn_status tn_var_async(tn_stream_t stream, const char *name, const tn_tensor *var,
                        const tn_tensor *mean, const tn_tensor *in, double correction, int take_sqrt);
 void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
                    double correction, int take_sqrt, int32_t ith, int32_t nth);
+/* Few outputs: slice ith of nth of output o's reduced elements into `part` (their count, mean
+ * and sum of squared deviations), and the parts combined and stored, as tn_kernel_reduce_part
+ * and tn_kernel_reduce_finish do. */
+typedef struct tn_var_part {
+    double n, mean, m2;
+} tn_var_part;
+void tn_kernel_var_part(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in, int64_t o,
+                        int32_t ith, int32_t nth, tn_var_part *part);
+void tn_kernel_var_finish(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
+                          double correction, int take_sqrt, int64_t o, const tn_var_part *parts,
+                          int32_t nparts);
 /* histc: out (1-D, `bins` long, any real dtype) counts the elements of `in` in each of the
  * equal-width bins over [lo, hi] (lo < hi); others and NaNs are not counted. One thread. */
 tn_status tn_histc_async(tn_stream_t stream, const char *name, const tn_tensor *out,

@@ -1,10 +1,12 @@
 /* Partial vector norms of a list of dense tensors (see tn/foreach.h): each thread reduces its
  * slice of every item in double, in eight lanes so that the loop vectorizes without
- * reassociating; tn_kernel_norm_fold then combines the threads' partials into the norm. */
+ * reassociating (float32's 2-norm: the ISA's sum of squares, in float blocks added in double);
+ * tn_kernel_norm_fold then combines the threads' partials into the norm. */
 #include <math.h>
 
 #include "half.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/foreach.h"
 
 enum { LANES = 8 };
@@ -52,7 +54,10 @@ void tn_kernel_norm_partials(int32_t order, tn_dtype dtype, int32_t count, const
         int64_t n = last - first;
         double p = 0;
         switch (dtype) {
-        case TN_DTYPE_F32: p = norm_float((const float *)items[k].a + first, n, order); break;
+        case TN_DTYPE_F32:
+            p = order == 2 ? tn_kernels()->sq_dev_f32(n, (const float *)items[k].a + first, 0.0f)
+                           : norm_float((const float *)items[k].a + first, n, order);
+            break;
         case TN_DTYPE_F64: p = norm_double((const double *)items[k].a + first, n, order); break;
         case TN_DTYPE_BF16: p = norm_bf16_bits((const uint16_t *)items[k].a + first, n, order); break;
         default: p = norm_f16_bits((const uint16_t *)items[k].a + first, n, order); break;

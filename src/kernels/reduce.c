@@ -17,12 +17,14 @@ typedef struct split {
     int64_t red_sizes[TN_MAX_DIMS], red_in[TN_MAX_DIMS];
     int64_t nout, nreduce;
     tn_dtype in_dtype;
+    int has_idx; /* positions are stored */
 } split;
 
 static void split_dims(split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in) {
     memset(s, 0, sizeof *s);
     s->nout = s->nreduce = 1;
     s->in_dtype = in->dtype;
+    s->has_idx = idx != NULL;
     for (int32_t d = 0; d < in->ndim; d++) {
         if (in->sizes[d] == 1) continue;
         if (out->strides[d] == 0) {
@@ -82,6 +84,7 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     case TN_REDUCE_PROD:
         if (fl) a->f *= v.re; else a->i = (int64_t)((uint64_t)a->i * (uint64_t)v.i);
         break;
+    case TN_REDUCE_NORM2: a->f += fl ? v.re * v.re : (double)v.i * (double)v.i; break;
     case TN_REDUCE_ALL: a->i = a->i && (fl ? v.re != 0 : v.i != 0); break;
     case TN_REDUCE_ANY: a->i = a->i || (fl ? v.re != 0 : v.i != 0); break;
     default: { /* max, min and the arg versions: keep the first extreme; NaN wins */
@@ -166,6 +169,49 @@ static void extreme_f32(int want_max, const float *q, int64_t stride, int64_t i0
     }
 }
 
+/* extreme_f32 over a contiguous row, in chunks that stay in L1: the ISA's vector extreme of
+ * each chunk first, and the chunk walked for its position only when it beats the extreme so
+ * far (or holds a NaN). Once a NaN is the extreme nothing beats it. */
+static void extreme_f32_row(int want_max, int need_pos, const float *q, int64_t i0, int64_t i1, int64_t base,
+                            acc *a) {
+    enum { CHUNK = 1024 };
+    const tn_kernel_table *k = tn_kernels();
+    for (int64_t c = i0; c < i1; c += CHUNK) {
+        if (a->started && a->f != a->f) return;
+        int64_t e = i1 - c < CHUNK ? i1 : c + CHUNK;
+        double m = k->extreme_f32(e - c, q + c, want_max);
+        if (a->started && m == m && !(want_max ? m > a->f : m < a->f)) continue;
+        if (need_pos) { /* the first element equal to the chunk's extreme (or NaN) */
+            int64_t i = c;
+            if (m == m)
+                while (q[i] != (float)m) i++;
+            else
+                while (q[i] == q[i]) i++;
+            a->f = q[i];
+            a->i = 0;
+            a->pos = base + i;
+            a->started = 1;
+        } else { /* amax and amin: the value is all they keep */
+            a->f = m;
+            a->i = 0;
+            a->started = 1;
+        }
+    }
+}
+
+/* any (or all) of n bytes folded into the accumulator `so_far`, a chunk at a time (each chunk's
+ * loop vectorizes) until the answer is known. */
+static int64_t bool_fold(int any, const uint8_t *p, int64_t n, int64_t so_far) {
+    enum { CHUNK = 4096 };
+    for (int64_t c = 0; c < n && so_far == !any; c += CHUNK) {
+        int64_t e = n - c < CHUNK ? n : c + CHUNK;
+        uint8_t seen = 0; /* a nonzero byte (any), or a zero byte (all) */
+        for (int64_t j = c; j < e; j++) seen |= any ? p[j] != 0 : p[j] == 0;
+        if (seen) so_far = any;
+    }
+    return so_far;
+}
+
 /* The same over int64 elements. */
 static void extreme_i64(int want_max, const int64_t *q, int64_t stride, int64_t i0, int64_t i1, int64_t base, acc *a) {
     for (int64_t i = i0; i < i1; i++) {
@@ -185,13 +231,26 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
     int32_t ies = tn_dtype_size(in->dtype);
     int64_t row = s->nred ? s->red_sizes[s->nred - 1] : 1;
     int64_t row_stride = s->nred ? s->red_in[s->nred - 1] : 0;
+    int need_pos = s->has_idx || op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN;
     if (row == 0 || j0 >= j1) return;
     for (int64_t r = j0 / row; r * row < j1; r++) {
         int64_t i0 = r * row < j0 ? j0 - r * row : 0;
         int64_t i1 = (r + 1) * row > j1 ? j1 - r * row : row;
         const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
-        if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+        if (in->dtype == TN_DTYPE_F32 && row_stride == 1 && op == TN_REDUCE_SUM) {
             a->f += tn_kernels()->sum_f32(i1 - i0, (const float *)p + i0);
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_F32 && row_stride == 1 && op == TN_REDUCE_NORM2) {
+            a->f += tn_kernels()->sq_dev_f32(i1 - i0, (const float *)p + i0, 0.0f);
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_F32 && row_stride == 1 && op == TN_REDUCE_PROD) {
+            a->f *= tn_kernels()->prod_f32(i1 - i0, (const float *)p + i0);
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_BOOL && row_stride == 1 && (op == TN_REDUCE_ALL || op == TN_REDUCE_ANY)) {
+            a->i = bool_fold(op == TN_REDUCE_ANY, (const uint8_t *)p + i0, i1 - i0, a->i);
             continue;
         }
         if (op == TN_REDUCE_SUM && (in->dtype == TN_DTYPE_BF16 || in->dtype == TN_DTYPE_F16)) {
@@ -205,6 +264,10 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
         if (in->dtype == TN_DTYPE_I64 && is_extreme(op)) {
             extreme_i64(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, (const int64_t *)(const void *)p, row_stride, i0,
                         i1, r * row, a);
+            continue;
+        }
+        if (in->dtype == TN_DTYPE_F32 && is_extreme(op) && row_stride == 1) {
+            extreme_f32_row(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, need_pos, (const float *)p, i0, i1, r * row, a);
             continue;
         }
         if (in->dtype == TN_DTYPE_F32 && is_extreme(op)) {
@@ -231,7 +294,7 @@ static void store_result(tn_reduce_op op, const tn_tensor *out, const tn_tensor 
             v.is_int = 0;
         }
     } else {
-        v.re = op == TN_REDUCE_SUM ? a->f * scale : a->f;
+        v.re = op == TN_REDUCE_SUM ? a->f * scale : op == TN_REDUCE_NORM2 ? sqrt(a->f) : a->f;
     }
     if (v.is_int) v.re = (double)v.i;
     tn_store((char *)out->data + off_out * tn_dtype_size(out->dtype), out->dtype, v);
@@ -252,30 +315,90 @@ static void bool_rows(int any, uint8_t *out, int64_t out_stride, const uint8_t *
     }
 }
 
+/* A reduction over outer dimensions of float32 (x.sum(0), a bias's gradient, a norm over
+ * dim 0): the kept dimension with input stride 1 runs along rows of outputs, so a block of
+ * up to COLUMNS outputs folds whole input rows (fold_rows_f32) instead of walking each output's
+ * strided elements. Sums fold blocks of up to 16 rows in float, then add them in double.
+ * Returns 0 (nothing done) where it does not apply. */
+static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in,
+                   double scale, int64_t first, int64_t last) {
+    enum { COLUMNS = 512, FLOAT_ROWS = 16 };
+    tn_fold_op f = op == TN_REDUCE_SUM ? TN_FOLD_SUM : op == TN_REDUCE_NORM2 ? TN_FOLD_SUM_SQUARES
+                 : op == TN_REDUCE_MAX ? TN_FOLD_MAX : TN_FOLD_MIN;
+    if ((op != TN_REDUCE_SUM && op != TN_REDUCE_NORM2 && op != TN_REDUCE_MAX && op != TN_REDUCE_MIN) || idx ||
+        in->dtype != TN_DTYPE_F32 || !tn_dtype_is_float(out->dtype) || s->nkept == 0 || s->nred == 0 ||
+        s->kept_in[s->nkept - 1] != 1 || s->nreduce == 0)
+        return 0;
+    const tn_kernel_table *k = tn_kernels();
+    const int sums = f == TN_FOLD_SUM || f == TN_FOLD_SUM_SQUARES;
+    const int64_t width = s->kept_sizes[s->nkept - 1], out_step = s->kept_out[s->nkept - 1];
+    const int64_t inner = s->red_sizes[s->nred - 1], inner_stride = s->red_in[s->nred - 1];
+    const int32_t oes = tn_dtype_size(out->dtype);
+    float facc[COLUMNS];
+    double dacc[COLUMNS];
+    for (int64_t o = first, n; o < last; o += n) {
+        int64_t col = o % width, off_out, off_idx, off_in;
+        n = last - o < width - col ? last - o : width - col;
+        if (n > COLUMNS) n = COLUMNS;
+        output_offsets(s, o, &off_out, &off_idx, &off_in);
+        const float *base = (const float *)in->data + off_in;
+        int started = 0;
+        if (sums) memset(dacc, 0, sizeof(double) * (size_t)n);
+        /* the outer reduced dimensions one position at a time, the innermost in blocks */
+        for (int64_t outer = 0; outer < s->nreduce / inner; outer++) {
+            int64_t offset = row_base(s, 0, outer);
+            for (int64_t r = 0, b; r < inner; r += b) {
+                const float *x = base + offset + r * inner_stride;
+                b = inner - r < FLOAT_ROWS ? inner - r : FLOAT_ROWS;
+                if (sums) {
+                    memset(facc, 0, sizeof(float) * (size_t)n);
+                    k->fold_rows_f32(f, n, b, x, inner_stride, facc);
+                    for (int64_t c = 0; c < n; c++) dacc[c] += facc[c];
+                } else if (!started) { /* max and min start from the first row */
+                    memcpy(facc, x, sizeof(float) * (size_t)n);
+                    k->fold_rows_f32(f, n, b - 1, x + inner_stride, inner_stride, facc);
+                    started = 1;
+                } else {
+                    k->fold_rows_f32(f, n, b, x, inner_stride, facc);
+                }
+            }
+        }
+        for (int64_t c = 0; c < n; c++) {
+            double v = f == TN_FOLD_SUM ? dacc[c] * scale : f == TN_FOLD_SUM_SQUARES ? sqrt(dacc[c]) : facc[c];
+            tn_store((char *)out->data + (off_out + c * out_step) * oes, out->dtype, (tn_value){v, 0, 0, 0});
+        }
+    }
+    return 1;
+}
+
 void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *idx,
                       const tn_tensor *in, double scale, int32_t ith, int32_t nth) {
     split s;
     split_dims(&s, out, idx, in);
     int64_t first, last;
     tn_slice(s.nout, ith, nth, &first, &last);
-    if (op == TN_REDUCE_SUM && in->dtype == TN_DTYPE_F32 && out->dtype == TN_DTYPE_F32 && !idx &&
-        s.nred == 1 && s.red_in[0] == 1) {
-        /* float32 sums of contiguous rows (x.sum(-1), mean, norms): no per-element dispatch */
-        double (*sum)(int64_t, const float *) = tn_kernels()->sum_f32;
+    if ((op == TN_REDUCE_SUM || op == TN_REDUCE_NORM2 || op == TN_REDUCE_PROD || op == TN_REDUCE_MAX ||
+         op == TN_REDUCE_MIN) &&
+        in->dtype == TN_DTYPE_F32 && out->dtype == TN_DTYPE_F32 && !idx && s.nred == 1 && s.red_in[0] == 1 &&
+        s.nreduce > 0) {
+        /* float32 rows, contiguous (x.sum(-1), mean, norms, amax): no per-element dispatch */
+        const tn_kernel_table *k = tn_kernels();
         float *o_data = out->data;
         const float *i_data = in->data;
-        if (s.nkept == 1) { /* rows of a matrix: offsets without a division per row */
-            for (int64_t o = first; o < last; o++)
-                o_data[o * s.kept_out[0]] = (float)(sum(s.nreduce, i_data + o * s.kept_in[0]) * scale);
-            return;
-        }
         for (int64_t o = first; o < last; o++) {
-            int64_t off_out, off_idx, off_in;
-            output_offsets(&s, o, &off_out, &off_idx, &off_in);
-            o_data[off_out] = (float)(sum(s.nreduce, i_data + off_in) * scale);
+            int64_t off_out = o * s.kept_out[0], off_idx, off_in = o * s.kept_in[0];
+            if (s.nkept != 1) /* (rows of a matrix need no division per row) */
+                output_offsets(&s, o, &off_out, &off_idx, &off_in);
+            const float *x = i_data + off_in;
+            int64_t n = s.nreduce;
+            o_data[off_out] = op == TN_REDUCE_SUM     ? (float)(k->sum_f32(n, x) * scale)
+                              : op == TN_REDUCE_NORM2 ? (float)sqrt(k->sq_dev_f32(n, x, 0.0f))
+                              : op == TN_REDUCE_PROD  ? (float)k->prod_f32(n, x)
+                                                      : k->extreme_f32(n, x, op == TN_REDUCE_MAX);
         }
         return;
     }
+    if (columns(op, &s, out, idx, in, scale, first, last)) return;
     if ((op == TN_REDUCE_ANY || op == TN_REDUCE_ALL) && in->dtype == TN_DTYPE_BOOL && out->dtype == TN_DTYPE_BOOL &&
         !idx && s.nkept <= 1 && (s.nred == 0 || (s.nred == 1 && s.red_in[0] == 1))) {
         /* any/all of boolean rows (masks, isin): bytes, no per-element dispatch */
@@ -314,7 +437,9 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
     for (int32_t k = 0; k < nparts; k++) {
         const acc *b = &parts[k];
         tn_value v = {b->f, 0, b->i, !fl};
-        if (op == TN_REDUCE_SUM || op == TN_REDUCE_PROD || op == TN_REDUCE_ALL || op == TN_REDUCE_ANY)
+        if (op == TN_REDUCE_NORM2) /* the parts are sums of squares */
+            a.f += b->f;
+        else if (op == TN_REDUCE_SUM || op == TN_REDUCE_PROD || op == TN_REDUCE_ALL || op == TN_REDUCE_ANY)
             combine(op, &a, v, fl && op != TN_REDUCE_ALL && op != TN_REDUCE_ANY, 0);
         else if (b->started) /* parts come in order, so the first extreme stays first */
             combine(op, &a, v, fl, b->pos);
@@ -324,45 +449,106 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
     store_result(op, out, idx, &s, off_out, off_idx, &a, scale);
 }
 
+/* Chan's combination of two sets' moments: the count, the mean and the sum of squared
+ * deviations from it. */
+static void moments_add(tn_var_part *a, double n, double mean, double m2) {
+    if (n == 0) return;
+    double total = a->n + n, delta = mean - a->mean;
+    a->m2 += m2 + delta * delta * a->n * n / total;
+    a->mean += delta * n / total;
+    a->n = total;
+}
+
+/* The moments of reduced elements [j0, j1) (numbered row by row) of the output at input
+ * offset off_in. Contiguous float32 rows go in blocks that stay in L1, each read twice there
+ * (its mean, then its deviations: one pass over memory); other rows in two passes over the
+ * range, in double. */
+static tn_var_part moments_range(const split *s, const tn_tensor *in, int64_t off_in, int64_t j0, int64_t j1) {
+    enum { BLOCK = 2048 };
+    tn_var_part m = {0, 0, 0};
+    const tn_kernel_table *k = tn_kernels();
+    int32_t ies = tn_dtype_size(in->dtype);
+    int64_t row = s->nred ? s->red_sizes[s->nred - 1] : 1, row_stride = s->nred ? s->red_in[s->nred - 1] : 0;
+    if (row == 0 || j0 >= j1) return m;
+    if (in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+        for (int64_t r = j0 / row; r * row < j1; r++) {
+            int64_t i0 = r * row < j0 ? j0 - r * row : 0, i1 = (r + 1) * row > j1 ? j1 - r * row : row;
+            const float *p = (const float *)in->data + row_base(s, off_in, r);
+            for (int64_t i = i0, b; i < i1; i += b) {
+                b = i1 - i < BLOCK ? i1 - i : BLOCK;
+                double mu = k->sum_f32(b, p + i) / (double)b;
+                float c = (float)mu; /* deviations from c, corrected to deviations from mu */
+                double m2 = k->sq_dev_f32(b, p + i, c) - (double)b * (mu - c) * (mu - c);
+                moments_add(&m, (double)b, mu, m2 > 0 ? m2 : 0);
+            }
+        }
+        return m;
+    }
+    double sum = 0, m2 = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double mu = sum / (double)(j1 - j0);
+        for (int64_t r = j0 / row; r * row < j1; r++) {
+            int64_t i0 = r * row < j0 ? j0 - r * row : 0, i1 = (r + 1) * row > j1 ? j1 - r * row : row;
+            const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
+            for (int64_t i = i0; i < i1; i++) {
+                double x = tn_load(p + i * row_stride * ies, in->dtype).re;
+                if (pass == 0)
+                    sum += x;
+                else
+                    m2 += (x - mu) * (x - mu);
+            }
+        }
+    }
+    moments_add(&m, (double)(j1 - j0), sum / (double)(j1 - j0), m2);
+    return m;
+}
+
+static void store_var(const split *s, const tn_tensor *var, const tn_tensor *mean, int64_t o, const tn_var_part *m,
+                      double correction, int take_sqrt) {
+    int64_t off_out, off_mean, off_in;
+    output_offsets(s, o, &off_out, &off_mean, &off_in);
+    double n = (double)s->nreduce, denom = n - correction > 0 ? n - correction : 0;
+    double v = m->m2 / denom; /* 0/0 is NaN and x/0 is inf, as PyTorch gives */
+    double mu = s->nreduce ? m->mean : NAN;
+    tn_value out_v = {take_sqrt ? sqrt(v) : v, 0, 0, 0};
+    tn_store((char *)var->data + off_out * tn_dtype_size(var->dtype), var->dtype, out_v);
+    if (mean) {
+        tn_value mv = {mu, 0, 0, 0};
+        tn_store((char *)mean->data + off_mean * tn_dtype_size(mean->dtype), mean->dtype, mv);
+    }
+}
+
 void tn_kernel_var(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in,
                    double correction, int take_sqrt, int32_t ith, int32_t nth) {
     split s;
     split_dims(&s, var, mean, in);
-    int32_t ies = tn_dtype_size(in->dtype), oes = tn_dtype_size(var->dtype);
-    int64_t row = s.nred ? s.red_sizes[s.nred - 1] : 1, row_stride = s.nred ? s.red_in[s.nred - 1] : 0;
-    int64_t rows = row ? s.nreduce / row : 0;
-    double n = (double)s.nreduce, denom = n - correction > 0 ? n - correction : 0;
     int64_t first, last;
     tn_slice(s.nout, ith, nth, &first, &last);
     for (int64_t o = first; o < last; o++) {
         int64_t off_out, off_mean, off_in;
         output_offsets(&s, o, &off_out, &off_mean, &off_in);
-        /* two passes in double: the mean, then the squared deviations from it */
-        double sum = 0, m2 = 0;
-        for (int64_t r = 0; r < rows; r++) {
-            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
-            if (in->dtype == TN_DTYPE_F32 && row_stride == 1) {
-                sum += tn_kernels()->sum_f32(row, (const float *)p);
-                continue;
-            }
-            for (int64_t i = 0; i < row; i++) sum += tn_load(p + i * row_stride * ies, in->dtype).re;
-        }
-        double mu = sum / n;
-        for (int64_t r = 0; r < rows; r++) {
-            const char *p = (const char *)in->data + row_base(&s, off_in, r) * ies;
-            for (int64_t i = 0; i < row; i++) {
-                double d = tn_load(p + i * row_stride * ies, in->dtype).re - mu;
-                m2 += d * d;
-            }
-        }
-        double v = m2 / denom; /* 0/0 is NaN and x/0 is inf, as PyTorch gives */
-        tn_value out_v = {take_sqrt ? sqrt(v) : v, 0, 0, 0};
-        tn_store((char *)var->data + off_out * oes, var->dtype, out_v);
-        if (mean) {
-            tn_value mv = {mu, 0, 0, 0};
-            tn_store((char *)mean->data + off_mean * tn_dtype_size(mean->dtype), mean->dtype, mv);
-        }
+        tn_var_part m = moments_range(&s, in, off_in, 0, s.nreduce);
+        store_var(&s, var, mean, o, &m, correction, take_sqrt);
     }
+}
+
+void tn_kernel_var_part(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in, int64_t o, int32_t ith,
+                        int32_t nth, tn_var_part *part) {
+    split s;
+    split_dims(&s, var, mean, in);
+    int64_t off_out, off_mean, off_in, j0, j1;
+    output_offsets(&s, o, &off_out, &off_mean, &off_in);
+    tn_slice(s.nreduce, ith, nth, &j0, &j1);
+    *part = moments_range(&s, in, off_in, j0, j1);
+}
+
+void tn_kernel_var_finish(const tn_tensor *var, const tn_tensor *mean, const tn_tensor *in, double correction,
+                          int take_sqrt, int64_t o, const tn_var_part *parts, int32_t nparts) {
+    split s;
+    split_dims(&s, var, mean, in);
+    tn_var_part m = {0, 0, 0};
+    for (int32_t k = 0; k < nparts; k++) moments_add(&m, parts[k].n, parts[k].mean, parts[k].m2);
+    store_var(&s, var, mean, o, &m, correction, take_sqrt);
 }
 
 void tn_kernel_histc(const tn_tensor *out, const tn_tensor *in, double lo, double hi) {

@@ -19,6 +19,9 @@ typedef struct tn_adam_f32_step {
     int scaled, decoupled;
 } tn_adam_f32_step;
 
+/* How fold_rows_f32 combines a row into its accumulators. */
+typedef enum tn_fold_op { TN_FOLD_SUM, TN_FOLD_SUM_SQUARES, TN_FOLD_PROD, TN_FOLD_MAX, TN_FOLD_MIN } tn_fold_op;
+
 typedef struct tn_kernel_table {
     /* o[i*os] = op(a[i*as], b[i*bs]) for i < n, all float32 (strides in elements, may be 0);
      * returns 0 if the op has no float32 row (the caller then takes the generic path) */
@@ -100,6 +103,14 @@ typedef struct tn_kernel_table {
     void (*narrow_half)(tn_dtype t, int64_t n, uint16_t *d, int64_t ds, const float *s, int64_t ss);
     /* sum of a contiguous float32 row (float partial sums, then double) */
     double (*sum_f32)(int64_t n, const float *x);
+    /* reduce_rows.c, over contiguous float32 rows: the sum of (x[i] - mu)^2 (mu 0: of the
+     * squares); the product, in double; the largest (want_max) or smallest element, NaN if
+     * any is (n >= 1); and acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows (max and
+     * min keep a NaN of either side) */
+    double (*sq_dev_f32)(int64_t n, const float *x, float mu);
+    double (*prod_f32)(int64_t n, const float *x);
+    float (*extreme_f32)(int64_t n, const float *x, int want_max);
+    void (*fold_rows_f32)(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *acc);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
@@ -144,6 +155,9 @@ int tn_gemm_half_c_with(const tn_kernel_table *k, const struct tn_gemm *g);
 void tn_kernels_install_ref(tn_kernel_table *t);
 void tn_kernels_install_avx2(tn_kernel_table *t);
 void tn_kernels_install_avx512(tn_kernel_table *t);
+void tn_reduce_install_ref(tn_kernel_table *t);
+void tn_reduce_install_avx2(tn_kernel_table *t);
+void tn_reduce_install_avx512(tn_kernel_table *t);
 void tn_gemm_install_ref(tn_kernel_table *t);
 void tn_gemm_install_avx2(tn_kernel_table *t);
 void tn_gemm_install_avx512(tn_kernel_table *t);

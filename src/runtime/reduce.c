@@ -90,12 +90,41 @@ static void var_slice(void *p, int32_t ith, int32_t nth) {
                   ith, nth);
 }
 
+typedef struct var_part_task {
+    const var_task *v;
+    int64_t o;
+    int32_t nth;
+    tn_var_part parts[TN_MAX_THREADS];
+} var_part_task;
+
+static void var_part_slice(void *p, int32_t ith, int32_t nth) {
+    var_part_task *t = p;
+    const var_task *v = t->v;
+    tn_kernel_var_part(&v->var, v->has_mean ? &v->mean : NULL, &v->in, t->o, ith, nth, &t->parts[ith]);
+    if (ith == 0) t->nth = nth;
+}
+
 static tn_status run_var(void *p) {
     var_task *t = p;
     int64_t outputs = 1;
     for (int32_t d = 0; d < t->var.ndim; d++)
-        if (t->var.strides[d] != 0) outputs *= t->var.sizes[d];
-    tn_parallel_run(var_slice, t, outputs > 1 ? 2 * tn_tensor_numel(&t->in) : 0);
+        if (t->var.strides[d] != 0 || t->var.sizes[d] == 0) outputs *= t->var.sizes[d];
+    int64_t numel = tn_tensor_numel(&t->in);
+    if (outputs >= tn_parallel_threads() || numel < 2 * TN_PARALLEL_GRAIN) {
+        tn_parallel_run(var_slice, t, 2 * numel);
+        return TN_STATUS_OK;
+    }
+    /* few outputs (var of a whole tensor): each one's elements are split across the threads */
+    var_part_task *pt = malloc(sizeof *pt);
+    if (!pt) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a variance");
+    pt->v = t;
+    const tn_tensor *mean = t->has_mean ? &t->mean : NULL;
+    for (int64_t o = 0; o < outputs; o++) {
+        pt->o = o;
+        tn_parallel_run(var_part_slice, pt, 2 * numel / outputs);
+        tn_kernel_var_finish(&t->var, mean, &t->in, t->correction, t->take_sqrt, o, pt->parts, pt->nth);
+    }
+    free(pt);
     return TN_STATUS_OK;
 }
 

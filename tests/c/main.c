@@ -61,6 +61,8 @@ int tn_test_failures;
     X(test_gemm_integer)         \
     X(test_reductions)           \
     X(test_var_kernel)           \
+    X(test_reduce_rows_every_isa) \
+    X(test_reduce_paths)         \
     X(test_histc_kernel)         \
     X(test_solve_triangular_kernel) \
     X(test_svd_kernel)           \

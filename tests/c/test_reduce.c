@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/table.h"
 #include "tn/tn.h"
 
 static tn_tensor t2(void *d, tn_dtype dt, int64_t s0, int64_t s1, int64_t st0, int64_t st1) {
@@ -123,4 +124,157 @@ void test_solve_triangular_kernel(void) {
     for (int i = 0; i < 3; i++) b[i][0] = a[0][i] * x[0][0] + a[1][i] * x[1][0] + a[2][i] * x[2][0];
     tn_kernel_solve_triangular(&tb, &at, &tb, 1, 0, 0, 1);
     CHECK(fabs(b[0][0] - 1) < 1e-12 && fabs(b[1][0] - 2) < 1e-12 && fabs(b[2][0] - 3) < 1e-12);
+}
+
+/* reduce_rows.c on every ISA against direct loops: lengths across the vector widths and
+ * tails, NaN anywhere, ties, and folds of rows into accumulators. */
+void test_reduce_rows_every_isa(void) {
+    enum { N = 300 };
+    static float x[N];
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 101 - 50) / 16.0f;
+    const int lengths[] = {1, 3, 15, 16, 17, 63, 64, 65, 130, N};
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+            int n = lengths[li];
+            double sq = 0, dev = 0, prod = 1;
+            float hi = x[0], lo = x[0];
+            for (int i = 0; i < n; i++) {
+                sq += (double)x[i] * x[i];
+                dev += ((double)x[i] - 0.25) * ((double)x[i] - 0.25);
+                prod *= x[i] / 2.0;
+                hi = x[i] > hi ? x[i] : hi;
+                lo = x[i] < lo ? x[i] : lo;
+            }
+            static float half[N];
+            for (int i = 0; i < n; i++) half[i] = x[i] / 2.0f;
+            CHECK(fabs(k->sq_dev_f32(n, x, 0.0f) - sq) <= 1e-5 * sq);
+            CHECK(fabs(k->sq_dev_f32(n, x, 0.25f) - dev) <= 1e-5 * dev);
+            CHECK(fabs(k->prod_f32(n, half) - prod) <= 1e-9 * fabs(prod));
+            CHECK(k->extreme_f32(n, x, 1) == hi && k->extreme_f32(n, x, 0) == lo);
+            for (int at = 0; at < n; at += 7) { /* a NaN anywhere makes the extreme NaN */
+                float keep = x[at];
+                x[at] = NAN;
+                CHECK(isnan(k->extreme_f32(n, x, 1)) && isnan(k->extreme_f32(n, x, 0)));
+                x[at] = keep;
+            }
+        }
+        /* acc = op(acc, each of 5 rows of 70), rows 80 apart; a NaN in row 3, column 9 */
+        static float rows[5 * 80];
+        for (int i = 0; i < 5 * 80; i++) rows[i] = x[i % N] + (float)(i / 80);
+        rows[3 * 80 + 9] = NAN;
+        for (int op = TN_FOLD_SUM; op <= TN_FOLD_MIN; op++) {
+            float acc[70];
+            for (int c = 0; c < 70; c++) acc[c] = op == TN_FOLD_PROD ? 1.0f : op >= TN_FOLD_MAX ? rows[c] : 0.0f;
+            k->fold_rows_f32((tn_fold_op)op, 70, op >= TN_FOLD_MAX ? 4 : 5, op >= TN_FOLD_MAX ? rows + 80 : rows, 80,
+                             acc);
+            for (int c = 0; c < 70; c++) {
+                double want = op == TN_FOLD_PROD ? 1 : op >= TN_FOLD_MAX ? rows[c] : 0;
+                for (int r = op >= TN_FOLD_MAX ? 1 : 0; r < 5; r++) {
+                    double v = rows[r * 80 + c];
+                    if (op == TN_FOLD_SUM) want += v;
+                    if (op == TN_FOLD_SUM_SQUARES) want += v * v;
+                    if (op == TN_FOLD_PROD) want *= v;
+                    if (op == TN_FOLD_MAX) want = v > want || isnan(v) || isnan(want) ? (isnan(want) ? want : v) : want;
+                    if (op == TN_FOLD_MIN) want = v < want || isnan(v) || isnan(want) ? (isnan(want) ? want : v) : want;
+                }
+                CHECK(c == 9 ? isnan(acc[c]) : fabs(acc[c] - want) <= 1e-5 * fabs(want) + 1e-6);
+            }
+        }
+    }
+}
+
+/* The kernel's paths over a 300 x 70 matrix: rows (contiguous), columns (folded rows, split
+ * between two threads mid-row of outputs), and a whole-matrix reduction in parts. */
+void test_reduce_paths(void) {
+    enum { R = 300, C = 70 };
+    static float x[R][C];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) x[r][c] = (float)(((r * 31 + c * 17) % 97) - 48) / 8.0f;
+    x[5][200 % C] = 30.0f; /* the largest element: row 5, column 60 */
+    x[250][60] = 30.0f;    /* a tie later in the same column */
+    tn_tensor in = t2(x, TN_DTYPE_F32, R, C, C, 1);
+    /* columns: sum, norm, max, min over dim 0 */
+    static float col[C];
+    tn_tensor ocol = t2(col, TN_DTYPE_F32, R, C, 0, 1);
+    const tn_reduce_op ops[] = {TN_REDUCE_SUM, TN_REDUCE_NORM2, TN_REDUCE_MAX, TN_REDUCE_MIN};
+    for (int oi = 0; oi < 4; oi++) {
+        for (int k = 0; k < 3; k++) tn_kernel_reduce(ops[oi], &ocol, NULL, &in, oi == 0 ? 0.5 : 1.0, k, 3);
+        for (int c = 0; c < C; c++) {
+            double s = 0, q = 0, hi = x[0][c], lo = x[0][c];
+            for (int r = 0; r < R; r++) {
+                s += x[r][c];
+                q += (double)x[r][c] * x[r][c];
+                hi = x[r][c] > hi ? x[r][c] : hi;
+                lo = x[r][c] < lo ? x[r][c] : lo;
+            }
+            double want = oi == 0 ? 0.5 * s : oi == 1 ? sqrt(q) : oi == 2 ? hi : lo;
+            CHECK(fabs(col[c] - want) <= 1e-5 * fabs(want) + 1e-5);
+        }
+    }
+    /* argmax over dim 0 keeps the first of the tie */
+    int64_t arg[C];
+    tn_tensor oarg = t2(arg, TN_DTYPE_I64, R, C, 0, 1);
+    tn_kernel_reduce(TN_REDUCE_ARGMAX, &oarg, NULL, &in, 1.0, 0, 1);
+    CHECK(arg[60] == 5);
+    /* rows: norm, prod, amax; max with positions over a row whose extreme repeats */
+    static float row_out[R];
+    int64_t row_pos[R];
+    tn_tensor orow = t2(row_out, TN_DTYPE_F32, R, C, 1, 0), opos = t2(row_pos, TN_DTYPE_I64, R, C, 1, 0);
+    tn_kernel_reduce(TN_REDUCE_NORM2, &orow, NULL, &in, 1.0, 0, 1);
+    double q5 = 0;
+    for (int c = 0; c < C; c++) q5 += (double)x[5][c] * x[5][c];
+    CHECK(fabs(row_out[5] - sqrt(q5)) <= 1e-5 * sqrt(q5));
+    x[7][3] = 30.0f;
+    x[7][50] = 30.0f;
+    tn_kernel_reduce(TN_REDUCE_MAX, &orow, &opos, &in, 1.0, 0, 1);
+    CHECK(row_out[7] == 30.0f && row_pos[7] == 3 && row_out[5] == 30.0f && row_pos[5] == 60);
+    x[7][40] = NAN;
+    tn_kernel_reduce(TN_REDUCE_MAX, &orow, &opos, &in, 1.0, 0, 1);
+    CHECK(isnan(row_out[7]) && row_pos[7] == 40);
+    tn_kernel_reduce(TN_REDUCE_MIN, &orow, NULL, &in, 1.0, 0, 1);
+    CHECK(isnan(row_out[7]) && !isnan(row_out[6]));
+    x[7][40] = 0.0f;
+    /* the whole matrix in parts of 4 threads: norm, argmax (the first 30), all of the bools */
+    tn_tensor whole = t2(NULL, TN_DTYPE_F32, R, C, 0, 0);
+    float total;
+    int64_t where;
+    whole.data = &total;
+    tn_reduce_part parts[4];
+    for (int k = 0; k < 4; k++) tn_kernel_reduce_part(TN_REDUCE_NORM2, &whole, NULL, &in, 0, k, 4, &parts[k]);
+    tn_kernel_reduce_finish(TN_REDUCE_NORM2, &whole, NULL, &in, 1.0, 0, parts, 4);
+    double q = 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) q += (double)x[r][c] * x[r][c];
+    CHECK(fabs(total - sqrt(q)) <= 1e-5 * sqrt(q));
+    tn_tensor warg = t2(&where, TN_DTYPE_I64, R, C, 0, 0);
+    for (int k = 0; k < 4; k++) tn_kernel_reduce_part(TN_REDUCE_ARGMAX, &warg, NULL, &in, 0, k, 4, &parts[k]);
+    tn_kernel_reduce_finish(TN_REDUCE_ARGMAX, &warg, NULL, &in, 1.0, 0, parts, 4);
+    CHECK(where == 5 * C + 60);
+    static uint8_t flags[5000];
+    flags[4321] = 1;
+    uint8_t any = 0, all = 1;
+    tn_tensor fin = {.data = flags, .dtype = TN_DTYPE_BOOL, .ndim = 1, .sizes = {5000}, .strides = {1}};
+    tn_tensor fany = {.data = &any, .dtype = TN_DTYPE_BOOL, .ndim = 1, .sizes = {5000}, .strides = {0}};
+    tn_tensor fall = fany;
+    fall.data = &all;
+    for (int k = 0; k < 2; k++) tn_kernel_reduce_part(TN_REDUCE_ANY, &fany, NULL, &fin, 0, k, 2, &parts[k]);
+    tn_kernel_reduce_finish(TN_REDUCE_ANY, &fany, NULL, &fin, 1.0, 0, parts, 2);
+    for (int k = 0; k < 2; k++) tn_kernel_reduce_part(TN_REDUCE_ALL, &fall, NULL, &fin, 0, k, 2, &parts[k]);
+    tn_kernel_reduce_finish(TN_REDUCE_ALL, &fall, NULL, &fin, 1.0, 0, parts, 2);
+    CHECK(any == 1 && all == 0);
+    /* variance of the whole matrix in parts (blocks of contiguous rows) against two passes */
+    double mu = 0, m2 = 0;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) mu += x[r][c];
+    mu /= R * C;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) m2 += (x[r][c] - mu) * (x[r][c] - mu);
+    float var, mean;
+    tn_tensor ov = t2(&var, TN_DTYPE_F32, R, C, 0, 0), om = t2(&mean, TN_DTYPE_F32, R, C, 0, 0);
+    tn_var_part vp[3];
+    for (int k = 0; k < 3; k++) tn_kernel_var_part(&ov, &om, &in, 0, k, 3, &vp[k]);
+    tn_kernel_var_finish(&ov, &om, &in, 1.0, 0, 0, vp, 3);
+    CHECK(fabs(var - m2 / (R * C - 1)) <= 1e-5 * (m2 / (R * C - 1)) && fabs(mean - mu) <= 1e-5);
 }

@@ -243,7 +243,7 @@ Tensor& vector_norm_out(const Tensor& self, const c10::Scalar& ord, at::Optional
   if (std::isinf(p))
     r = p > 0 ? at::amax(x.abs(), dims, keepdim) : at::amin(x.abs(), dims, keepdim);
   else if (p == 2.0)
-    r = at::sum(at::mul(x, x), dim, keepdim).sqrt_();
+    r = vector_norm2(x, dim, keepdim);
   else if (p == 0.0)
     r = at::sum(at::ne(x, 0).to(x.scalar_type()), dim, keepdim);
   else if (p == 1.0)

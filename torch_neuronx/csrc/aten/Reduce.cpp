@@ -7,6 +7,7 @@
 #include <ATen/ops/all.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
+#include <ATen/ops/aminmax.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/argmax.h>
 #include <ATen/ops/argmin.h>
@@ -38,8 +39,8 @@ bool reducible(c10::ScalarType t) {
 }
 
 void launch(const char* name, tn_reduce_op op, const at::TensorIterator& iter, int outputs,
-            double scale = 1.0) {
-  track_native(name);
+            double scale = 1.0, bool track = true) {
+  if (track) track_native(name);
   tn_tensor out = iter_view(iter, 0);
   tn_tensor idx = outputs == 2 ? iter_view(iter, 1) : out;
   tn_tensor in = iter_view(iter, outputs);
@@ -52,7 +53,9 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   auto out_dtype = at::native::get_dtype_from_result(out, dtype);
   if (!reducible(self.scalar_type()) || !reducible(out_dtype))
     return via_fallback<at::_ops::sum_IntList_out>(self, dim, keepdim, dtype, out);
-  auto iter = at::native::make_reduction("sum", out, self, dim, keepdim, out_dtype);
+  // a boolean input is counted as it is (mask.sum(), count_nonzero), not first copied as int64
+  auto in_dtype = self.scalar_type() == at::kBool && out_dtype == at::kLong ? at::kBool : out_dtype;
+  auto iter = at::native::make_reduction("sum", out, self, dim, keepdim, in_dtype, out_dtype);
   launch("aten::sum.IntList_out", TN_REDUCE_SUM, iter, 1);
   return out;
 }
@@ -304,7 +307,45 @@ Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
   return out;
 }
 
+// aminmax as amin and amax (two passes over the input, each at memory speed), with
+// aminmax's own checks and messages.
+std::tuple<Tensor&, Tensor&> aminmax_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min,
+                                         Tensor& max) {
+  if (!reducible(self.scalar_type()) || self.is_complex())
+    return via_fallback<at::_ops::aminmax_out>(self, dim, keepdim, min, max);
+  TORCH_CHECK(min.scalar_type() == self.scalar_type() && max.scalar_type() == self.scalar_type(),
+              "Expected out tensor to have dtype ", self.scalar_type(), ", but got ", min.scalar_type(), " instead");
+  std::vector<int64_t> dims;
+  if (dim) {
+    int64_t d = at::maybe_wrap_dim(*dim, self.dim());
+    at::native::zero_numel_check_dims(self, d, "aminmax");
+    dims.push_back(d);
+  } else {
+    TORCH_CHECK(self.numel() > 0,
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+  }
+  track_native("aten::aminmax.out");
+  // without dim, keepdim keeps every dimension at size 1, as amin over all of them does
+  at::amin_out(min, self, dims, keepdim);
+  at::amax_out(max, self, dims, keepdim);
+  return {min, max};
+}
+
+std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  Tensor min = at::empty({0}, self.options()), max = at::empty({0}, self.options());
+  aminmax_out(self, dim, keepdim, min, max);
+  return {min, max};
+}
+
 } // namespace
+
+// One pass over the input, its square root at the end (the caller has counted the op).
+Tensor vector_norm2(const Tensor& x, at::OptionalIntArrayRef dim, bool keepdim) {
+  Tensor out = at::native::create_reduction_result(x, dim, keepdim, x.scalar_type());
+  auto iter = at::native::make_reduction("linalg_vector_norm", out, x, dim, keepdim, x.scalar_type());
+  launch("aten::linalg_vector_norm.out", TN_REDUCE_NORM2, iter, 1, 1.0, false);
+  return out;
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", sum_out);
@@ -333,6 +374,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("any.all_out", logical_all_out<at::_ops::any_all_out, TN_REDUCE_ANY>);
   m.impl("any.out", logical_dim_out<at::_ops::any_out, TN_REDUCE_ANY>);
   m.impl("histc.out", histc_out);
+  m.impl("aminmax", aminmax);
+  m.impl("aminmax.out", aminmax_out);
   m.impl("histc", histc);
   m.impl("prod", prod_all);
   m.impl("var.correction_out", var_out<at::_ops::var_correction_out, false>);

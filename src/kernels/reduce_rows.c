@@ -1,0 +1,162 @@
+/* The float32 reduction rows for one ISA variant (built once per ISA like rows.c; see
+ * table.h for each function's contract). reduce.c and foreach_norm.c call them on rows and
+ * blocks of rows: sums of squares, deviations from a mean, products, extremes, and rows
+ * folded into a row of accumulators (a reduction over the outer dimension). */
+#include <math.h>
+#include <string.h>
+#include <immintrin.h>
+
+#include "table.h"
+#include "vec16.h"
+
+#ifndef TN_ROWS_ISA
+#error "compile with -DTN_ROWS_ISA=ref|avx2|avx512"
+#endif
+#define TN_CONCAT_(a, b) a##b
+#define TN_CONCAT(a, b) TN_CONCAT_(a, b)
+
+/* Float partial sums over at most BLOCK elements, then double: the partial sums of a long row
+ * stay short. */
+enum { BLOCK = 4096 };
+
+typedef int32_t vmask __attribute__((vector_size(4 * TN_VLANES)));
+
+static double lanes_sum(tn_v16 v) {
+    float p[16];
+    v16_store(p, v);
+    double d[8];
+    for (int l = 0; l < 8; l++) d[l] = (double)p[l] + (double)p[l + 8];
+    for (int l = 0; l < 4; l++) d[l] += d[l + 4];
+    return (d[0] + d[2]) + (d[1] + d[3]);
+}
+
+static tn_v16 v16_sub_scalar(tn_v16 a, float s) {
+    for (int i = 0; i < TN_VPARTS; i++) a.p[i] -= s;
+    return a;
+}
+
+/* sum of (x[i] - mu)^2 over one block (mu 0: sum of squares); four chains of vector adds */
+static double squares_block(int64_t n, const float *x, float mu) {
+    tn_v16 a0 = v16_zero(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        tn_v16 d0 = v16_sub_scalar(v16_load(x + i), mu), d1 = v16_sub_scalar(v16_load(x + i + 16), mu);
+        tn_v16 d2 = v16_sub_scalar(v16_load(x + i + 32), mu), d3 = v16_sub_scalar(v16_load(x + i + 48), mu);
+        a0 = v16_mul_add(a0, d0, d0);
+        a1 = v16_mul_add(a1, d1, d1);
+        a2 = v16_mul_add(a2, d2, d2);
+        a3 = v16_mul_add(a3, d3, d3);
+    }
+    tn_v16 s = v16_add(v16_add(a0, a1), v16_add(a2, a3));
+    for (; i + 16 <= n; i += 16) {
+        tn_v16 d = v16_sub_scalar(v16_load(x + i), mu);
+        s = v16_mul_add(s, d, d);
+    }
+    double total = lanes_sum(s);
+    for (; i < n; i++) total += ((double)x[i] - mu) * ((double)x[i] - mu);
+    return total;
+}
+
+static double sq_dev_f32(int64_t n, const float *x, float mu) {
+    double total = 0;
+    for (int64_t i = 0; i < n; i += BLOCK) total += squares_block(n - i < BLOCK ? n - i : BLOCK, x + i, mu);
+    return total;
+}
+
+/* Product in sixteen double lanes (a float32 product of many elements leaves float's range
+ * long before double's). */
+static double prod_f32(int64_t n, const float *x) {
+    double lane[16];
+    for (int l = 0; l < 16; l++) lane[l] = 1.0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] *= x[i + l];
+    double p = 1.0;
+    for (; i < n; i++) p *= x[i];
+    for (int l = 0; l < 16; l++) p *= lane[l];
+    return p;
+}
+
+/* x where x > m (x < m), else m, lane by lane: the ISA's max (min) instruction, which returns
+ * its second operand when either is NaN */
+static inline tn_vnative pick(tn_vnative x, tn_vnative m, int want_max) {
+#if TN_VLANES == 16
+    return want_max ? _mm512_max_ps(x, m) : _mm512_min_ps(x, m);
+#elif TN_VLANES == 8
+    return want_max ? _mm256_max_ps(x, m) : _mm256_min_ps(x, m);
+#else
+    return want_max ? _mm_max_ps(x, m) : _mm_min_ps(x, m);
+#endif
+}
+
+/* m = the larger (smaller) of m and x lane by lane; a NaN in x sets its lane of `nan` */
+static inline void extreme_step(tn_v16 *m, vmask *nan, tn_v16 x, int want_max) {
+    for (int i = 0; i < TN_VPARTS; i++) {
+        m->p[i] = pick(x.p[i], m->p[i], want_max);
+        nan[i] |= x.p[i] != x.p[i];
+    }
+}
+
+static float extreme_f32(int64_t n, const float *x, int want_max) {
+    if (n <= 0) return want_max ? -INFINITY : INFINITY;
+    float first[16]; /* a short row's unused lanes repeat x[0] */
+    for (int l = 0; l < 16; l++) first[l] = l < n ? x[l] : x[0];
+    tn_v16 start = v16_load(first);
+    tn_v16 m0 = start, m1 = start, m2 = start, m3 = start;
+    vmask nan[TN_VPARTS];
+    memset(nan, 0, sizeof nan);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        extreme_step(&m0, nan, v16_load(x + i), want_max);
+        extreme_step(&m1, nan, v16_load(x + i + 16), want_max);
+        extreme_step(&m2, nan, v16_load(x + i + 32), want_max);
+        extreme_step(&m3, nan, v16_load(x + i + 48), want_max);
+    }
+    for (; i + 16 <= n; i += 16) extreme_step(&m0, nan, v16_load(x + i), want_max);
+    extreme_step(&m0, nan, m1, want_max);
+    extreme_step(&m0, nan, m2, want_max);
+    extreme_step(&m0, nan, m3, want_max);
+    float lanes[16];
+    v16_store(lanes, m0);
+    float best = lanes[0];
+    for (int l = 1; l < 16; l++) best = want_max ? (lanes[l] > best ? lanes[l] : best) : (lanes[l] < best ? lanes[l] : best);
+    int any_nan = 0;
+    for (int p = 0; p < TN_VPARTS; p++)
+        for (int l = 0; l < TN_VLANES; l++) any_nan |= nan[p][l] != 0;
+    for (; i < n; i++) {
+        any_nan |= x[i] != x[i];
+        best = want_max ? (x[i] > best ? x[i] : best) : (x[i] < best ? x[i] : best);
+    }
+    return any_nan ? NAN : best;
+}
+
+/* acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows. */
+static void fold_rows_f32(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *restrict acc) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *restrict row = x + r * ldx;
+        switch (op) {
+        case TN_FOLD_SUM:
+            for (int64_t i = 0; i < n; i++) acc[i] += row[i];
+            break;
+        case TN_FOLD_SUM_SQUARES:
+            for (int64_t i = 0; i < n; i++) acc[i] += row[i] * row[i];
+            break;
+        case TN_FOLD_PROD:
+            for (int64_t i = 0; i < n; i++) acc[i] *= row[i];
+            break;
+        case TN_FOLD_MAX: /* NaN stays, and a NaN in the row wins */
+            for (int64_t i = 0; i < n; i++) acc[i] = row[i] > acc[i] || row[i] != row[i] ? row[i] : acc[i];
+            break;
+        case TN_FOLD_MIN:
+            for (int64_t i = 0; i < n; i++) acc[i] = row[i] < acc[i] || row[i] != row[i] ? row[i] : acc[i];
+            break;
+        }
+    }
+}
+
+void TN_CONCAT(tn_reduce_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->sq_dev_f32 = sq_dev_f32;
+    t->prod_f32 = prod_f32;
+    t->extreme_f32 = extreme_f32;
+    t->fold_rows_f32 = fold_rows_f32;
+}
