@@ -315,10 +315,17 @@ static void bool_rows(int any, uint8_t *out, int64_t out_stride, const uint8_t *
     }
 }
 
+/* d[c] += f[c], then f[c] = 0, for c < n. */
+static void flush(int64_t n, double *d, float *f) {
+    for (int64_t c = 0; c < n; c++) d[c] += f[c];
+    memset(f, 0, sizeof(float) * (size_t)n);
+}
+
 /* A reduction over outer dimensions of float32 (x.sum(0), a bias's gradient, a norm over
  * dim 0): the kept dimension with input stride 1 runs along rows of outputs, so a block of
  * up to COLUMNS outputs folds whole input rows (fold_rows_f32) instead of walking each output's
- * strided elements. Sums fold blocks of up to 16 rows in float, then add them in double.
+ * strided elements. Sums fold blocks of up to 16 rows in float, add 16 such blocks in float, then
+ * in double (a cascade: each float sum has at most 16 terms).
  * Returns 0 (nothing done) where it does not apply. */
 static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in,
                    double scale, int64_t first, int64_t last) {
@@ -334,8 +341,9 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
     const int64_t width = s->kept_sizes[s->nkept - 1], out_step = s->kept_out[s->nkept - 1];
     const int64_t inner = s->red_sizes[s->nred - 1], inner_stride = s->red_in[s->nred - 1];
     const int32_t oes = tn_dtype_size(out->dtype);
-    float facc[COLUMNS];
+    float facc[COLUMNS], facc2[COLUMNS];
     double dacc[COLUMNS];
+    int64_t blocks = 0;
     for (int64_t o = first, n; o < last; o += n) {
         int64_t col = o % width, off_out, off_idx, off_in;
         n = last - o < width - col ? last - o : width - col;
@@ -343,17 +351,21 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
         output_offsets(s, o, &off_out, &off_idx, &off_in);
         const float *base = (const float *)in->data + off_in;
         int started = 0;
-        if (sums) memset(dacc, 0, sizeof(double) * (size_t)n);
+        if (sums) {
+            memset(dacc, 0, sizeof(double) * (size_t)n);
+            memset(facc2, 0, sizeof(float) * (size_t)n);
+        }
         /* the outer reduced dimensions one position at a time, the innermost in blocks */
         for (int64_t outer = 0; outer < s->nreduce / inner; outer++) {
             int64_t offset = row_base(s, 0, outer);
             for (int64_t r = 0, b; r < inner; r += b) {
                 const float *x = base + offset + r * inner_stride;
                 b = inner - r < FLOAT_ROWS ? inner - r : FLOAT_ROWS;
-                if (sums) {
+                if (sums) { /* a cascade: 16 rows in facc, 16 of those in facc2, then double */
                     memset(facc, 0, sizeof(float) * (size_t)n);
                     k->fold_rows_f32(f, n, b, x, inner_stride, facc);
-                    for (int64_t c = 0; c < n; c++) dacc[c] += facc[c];
+                    k->binary_f32(TN_BINARY_ADD, n, facc2, 1, facc2, 1, facc, 1, 1.0f);
+                    if (++blocks % FLOAT_ROWS == 0) flush(n, dacc, facc2);
                 } else if (!started) { /* max and min start from the first row */
                     memcpy(facc, x, sizeof(float) * (size_t)n);
                     k->fold_rows_f32(f, n, b - 1, x + inner_stride, inner_stride, facc);
@@ -363,6 +375,7 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
                 }
             }
         }
+        if (sums) flush(n, dacc, facc2);
         for (int64_t c = 0; c < n; c++) {
             double v = f == TN_FOLD_SUM ? dacc[c] * scale : f == TN_FOLD_SUM_SQUARES ? sqrt(dacc[c]) : facc[c];
             tn_store((char *)out->data + (off_out + c * out_step) * oes, out->dtype, (tn_value){v, 0, 0, 0});

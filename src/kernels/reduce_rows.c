@@ -132,7 +132,17 @@ static float extreme_f32(int64_t n, const float *x, int want_max) {
 
 /* acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows. */
 static void fold_rows_f32(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *restrict acc) {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    if (op == TN_FOLD_SUM || op == TN_FOLD_SUM_SQUARES) /* four rows per pass over acc */
+        for (; r + 4 <= rows; r += 4) {
+            const float *restrict r0 = x + r * ldx, *restrict r1 = r0 + ldx, *restrict r2 = r1 + ldx,
+                                  *restrict r3 = r2 + ldx;
+            if (op == TN_FOLD_SUM)
+                for (int64_t i = 0; i < n; i++) acc[i] += (r0[i] + r1[i]) + (r2[i] + r3[i]);
+            else
+                for (int64_t i = 0; i < n; i++) acc[i] += (r0[i] * r0[i] + r1[i] * r1[i]) + (r2[i] * r2[i] + r3[i] * r3[i]);
+        }
+    for (; r < rows; r++) {
         const float *restrict row = x + r * ldx;
         switch (op) {
         case TN_FOLD_SUM:
