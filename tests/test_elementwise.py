@@ -340,3 +340,17 @@ def test_large_outputs_stream_past_the_cache(dtype):
     out = torch.empty(BIG, dtype=dtype, device="neuron")[1:]
     torch.testing.assert_close(out.fill_(-1.25).cpu(), torch.full((BIG - 1,), -1.25, dtype=dtype), rtol=0, atol=0)
     torch.testing.assert_close(out.zero_().cpu(), torch.zeros(BIG - 1, dtype=dtype), rtol=0, atol=0)
+
+
+def test_comparison_rows_with_nan_and_ties():
+    """Contiguous rows against a scalar and against a row (the loops of constant strides),
+    with equal values and NaN, across vector widths and a tail."""
+    x = make((1003,), torch.float32, 11)
+    x[::7] = 0.5
+    x[3::11] = float("nan")
+    y = x.flip(0).clone()
+    for cmp in [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge]:
+        native_only(lambda: check(lambda t: cmp(t, 0.5), x))
+        native_only(lambda: check(lambda t: cmp(t, float("nan")), x))
+        native_only(lambda: check(cmp, x, y))
+        native_only(lambda: check(lambda a, b: cmp(a[::2], b[::2]), x, y))   # strided

@@ -318,3 +318,17 @@ def test_bool_sum_and_count_nonzero():
     x = make((1000, 33), torch.float32)
     x[x.abs() < 0.5] = 0
     check(lambda t: (torch.count_nonzero(t), torch.count_nonzero(t, dim=1)), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_columns_and_extremes(dtype):
+    """16-bit inputs widened on the way: outer-dimension sums and extremes (a bias's gradient in
+    mixed precision), and extremes with positions along 16-bit rows."""
+    x = make((600, 700), dtype)
+    x[7, 1] = float("nan")
+    check(lambda t: (t.sum(0), t.amax(0), t.amin(0), t.sum(0, dtype=torch.float32)), x)
+    rows = make((9, 3000), dtype)
+    rows[2, 2500] = 7.0
+    rows[2, 2900] = 7.0
+    rows[4, 1700] = float("nan")
+    check(lambda t: (t.amax(1), *t.max(1), t.argmin(1), t.amax(), t.argmax()), rows)

@@ -152,6 +152,8 @@ static uint64_t sum_int(tn_dtype t, const char *p, int64_t stride, int64_t i0, i
     return sum;
 }
 
+static int is_half(tn_dtype t) { return t == TN_DTYPE_BF16 || t == TN_DTYPE_F16; }
+
 static int is_extreme(tn_reduce_op op) {
     return op == TN_REDUCE_MAX || op == TN_REDUCE_MIN || op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN;
 }
@@ -270,6 +272,15 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
             extreme_f32_row(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, need_pos, (const float *)p, i0, i1, r * row, a);
             continue;
         }
+        if (is_half(in->dtype) && is_extreme(op) && row_stride == 1) { /* widened a chunk at a time */
+            float buf[1024];
+            for (int64_t c = i0, m; c < i1; c += m) {
+                m = i1 - c < 1024 ? i1 - c : 1024;
+                tn_kernels()->widen_half(in->dtype, m, buf, 1, (const uint16_t *)(const void *)p + c, 1);
+                extreme_f32_row(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, need_pos, buf, 0, m, r * row + c, a);
+            }
+            continue;
+        }
         if (in->dtype == TN_DTYPE_F32 && is_extreme(op)) {
             extreme_f32(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, (const float *)p, row_stride, i0, i1, r * row, a);
             continue;
@@ -315,41 +326,57 @@ static void bool_rows(int any, uint8_t *out, int64_t out_stride, const uint8_t *
     }
 }
 
+enum { COLUMNS = 512, FLOAT_ROWS = 16 };
+
+/* b rows of n elements, `stride` elements apart from x on, folded into `into`: float32 rows in
+ * place, bfloat16 and float16 rows widened first, four at a time, into tmp (4 x COLUMNS). */
+static void fold_block(const tn_kernel_table *k, tn_fold_op f, tn_dtype t, int64_t n, int64_t b, const char *x,
+                       int64_t stride, float *tmp, float *into) {
+    if (t == TN_DTYPE_F32) {
+        k->fold_rows_f32(f, n, b, (const float *)(const void *)x, stride, into);
+        return;
+    }
+    const uint16_t *h = (const uint16_t *)(const void *)x;
+    for (int64_t r = 0, m; r < b; r += m) {
+        m = b - r < 4 ? b - r : 4;
+        for (int64_t j = 0; j < m; j++) k->widen_half(t, n, tmp + j * COLUMNS, 1, h + (r + j) * stride, 1);
+        k->fold_rows_f32(f, n, m, tmp, COLUMNS, into);
+    }
+}
+
 /* d[c] += f[c], then f[c] = 0, for c < n. */
 static void flush(int64_t n, double *d, float *f) {
     for (int64_t c = 0; c < n; c++) d[c] += f[c];
     memset(f, 0, sizeof(float) * (size_t)n);
 }
 
-/* A reduction over outer dimensions of float32 (x.sum(0), a bias's gradient, a norm over
- * dim 0): the kept dimension with input stride 1 runs along rows of outputs, so a block of
- * up to COLUMNS outputs folds whole input rows (fold_rows_f32) instead of walking each output's
- * strided elements. Sums fold blocks of up to 16 rows in float, add 16 such blocks in float, then
- * in double (a cascade: each float sum has at most 16 terms).
+/* A reduction over outer dimensions of float32, bfloat16 or float16 (x.sum(0), a bias's
+ * gradient, a norm over dim 0): the kept dimension with input stride 1 runs along rows of
+ * outputs, so a block of up to COLUMNS outputs folds whole input rows (fold_rows_f32) instead
+ * of walking each output's strided elements. Sums fold blocks of up to 16 rows in float, add
+ * 16 such blocks in float, then in double (a cascade: each float sum has at most 16 terms).
  * Returns 0 (nothing done) where it does not apply. */
 static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in,
                    double scale, int64_t first, int64_t last) {
-    enum { COLUMNS = 512, FLOAT_ROWS = 16 };
     tn_fold_op f = op == TN_REDUCE_SUM ? TN_FOLD_SUM : op == TN_REDUCE_NORM2 ? TN_FOLD_SUM_SQUARES
                  : op == TN_REDUCE_MAX ? TN_FOLD_MAX : TN_FOLD_MIN;
     if ((op != TN_REDUCE_SUM && op != TN_REDUCE_NORM2 && op != TN_REDUCE_MAX && op != TN_REDUCE_MIN) || idx ||
-        in->dtype != TN_DTYPE_F32 || !tn_dtype_is_float(out->dtype) || s->nkept == 0 || s->nred == 0 ||
-        s->kept_in[s->nkept - 1] != 1 || s->nreduce == 0)
+        (in->dtype != TN_DTYPE_F32 && !is_half(in->dtype)) || !tn_dtype_is_float(out->dtype) || s->nkept == 0 ||
+        s->nred == 0 || s->kept_in[s->nkept - 1] != 1 || s->nreduce == 0)
         return 0;
     const tn_kernel_table *k = tn_kernels();
     const int sums = f == TN_FOLD_SUM || f == TN_FOLD_SUM_SQUARES;
     const int64_t width = s->kept_sizes[s->nkept - 1], out_step = s->kept_out[s->nkept - 1];
     const int64_t inner = s->red_sizes[s->nred - 1], inner_stride = s->red_in[s->nred - 1];
-    const int32_t oes = tn_dtype_size(out->dtype);
-    float facc[COLUMNS], facc2[COLUMNS];
+    const int32_t oes = tn_dtype_size(out->dtype), ies = tn_dtype_size(in->dtype);
+    float facc[COLUMNS], facc2[COLUMNS], tmp[4 * COLUMNS];
     double dacc[COLUMNS];
-    int64_t blocks = 0;
     for (int64_t o = first, n; o < last; o += n) {
-        int64_t col = o % width, off_out, off_idx, off_in;
+        int64_t col = o % width, off_out, off_idx, off_in, blocks = 0;
         n = last - o < width - col ? last - o : width - col;
         if (n > COLUMNS) n = COLUMNS;
         output_offsets(s, o, &off_out, &off_idx, &off_in);
-        const float *base = (const float *)in->data + off_in;
+        const char *base = (const char *)in->data + off_in * ies;
         int started = 0;
         if (sums) {
             memset(dacc, 0, sizeof(double) * (size_t)n);
@@ -359,19 +386,22 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
         for (int64_t outer = 0; outer < s->nreduce / inner; outer++) {
             int64_t offset = row_base(s, 0, outer);
             for (int64_t r = 0, b; r < inner; r += b) {
-                const float *x = base + offset + r * inner_stride;
+                const char *x = base + (offset + r * inner_stride) * ies;
                 b = inner - r < FLOAT_ROWS ? inner - r : FLOAT_ROWS;
                 if (sums) { /* a cascade: 16 rows in facc, 16 of those in facc2, then double */
                     memset(facc, 0, sizeof(float) * (size_t)n);
-                    k->fold_rows_f32(f, n, b, x, inner_stride, facc);
+                    fold_block(k, f, in->dtype, n, b, x, inner_stride, tmp, facc);
                     k->binary_f32(TN_BINARY_ADD, n, facc2, 1, facc2, 1, facc, 1, 1.0f);
                     if (++blocks % FLOAT_ROWS == 0) flush(n, dacc, facc2);
                 } else if (!started) { /* max and min start from the first row */
-                    memcpy(facc, x, sizeof(float) * (size_t)n);
-                    k->fold_rows_f32(f, n, b - 1, x + inner_stride, inner_stride, facc);
+                    if (in->dtype == TN_DTYPE_F32)
+                        memcpy(facc, x, sizeof(float) * (size_t)n);
+                    else
+                        k->widen_half(in->dtype, n, facc, 1, (const uint16_t *)(const void *)x, 1);
+                    fold_block(k, f, in->dtype, n, b - 1, x + inner_stride * ies, inner_stride, tmp, facc);
                     started = 1;
                 } else {
-                    k->fold_rows_f32(f, n, b, x, inner_stride, facc);
+                    fold_block(k, f, in->dtype, n, b, x, inner_stride, tmp, facc);
                 }
             }
         }
