@@ -332,3 +332,17 @@ def test_half_columns_and_extremes(dtype):
     rows[2, 2900] = 7.0
     rows[4, 1700] = float("nan")
     check(lambda t: (t.amax(1), *t.max(1), t.argmin(1), t.amax(), t.argmax()), rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_norms_variances_and_sums(dtype):
+    """16-bit inputs read once, widened in L1 chunks: 2-norms (whole, rows, columns, a float32
+    result), variance of a whole tensor and of long rows, and sums."""
+    x = make((300, 2100), dtype)
+    check(lambda t: (torch.linalg.vector_norm(t), torch.linalg.vector_norm(t, dim=1),
+                     torch.linalg.vector_norm(t, dim=0)), x)
+    # a float32 result: against float64 (the CPU's float32 norm of these 630K squares is itself
+    # 2.6e-5 off, more than float32's tolerance)
+    got = torch.linalg.vector_norm(x.to("neuron"), dtype=torch.float32).cpu()
+    torch.testing.assert_close(got.double(), x.double().norm(), rtol=2e-6, atol=0)
+    check(lambda t: (t.var(), *torch.std_mean(t, 1), t.sum(), t.sum(1)), x * 2 + 5)

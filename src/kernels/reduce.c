@@ -106,16 +106,19 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     }
 }
 
-/* Sum of bfloat16 or float16 elements [i0, i1) of a row, widened to float32 in chunks and
- * added as float32 rows are. */
-static double sum_half(tn_dtype t, const char *p, int64_t stride, int64_t i0, int64_t i1) {
+static int is_half(tn_dtype t) { return t == TN_DTYPE_BF16 || t == TN_DTYPE_F16; }
+
+/* Sum (or with `squares`, the sum of squares) of bfloat16 or float16 elements [i0, i1) of a
+ * row, widened to float32 in chunks that stay in L1 and added as float32 rows are. */
+static double sum_half(tn_dtype t, const char *p, int64_t stride, int64_t i0, int64_t i1, int squares) {
+    enum { CHUNK = 1024 };
     const tn_kernel_table *k = tn_kernels();
-    float buf[256];
+    float buf[CHUNK];
     double sum = 0;
-    for (int64_t i = i0; i < i1; i += 256) {
-        int64_t m = i1 - i < 256 ? i1 - i : 256;
+    for (int64_t i = i0; i < i1; i += CHUNK) {
+        int64_t m = i1 - i < CHUNK ? i1 - i : CHUNK;
         k->widen_half(t, m, buf, 1, (const uint16_t *)(const void *)p + i * stride, stride);
-        sum += k->sum_f32(m, buf);
+        sum += squares ? k->sq_dev_f32(m, buf, 0.0f) : k->sum_f32(m, buf);
     }
     return sum;
 }
@@ -151,8 +154,6 @@ static uint64_t sum_int(tn_dtype t, const char *p, int64_t stride, int64_t i0, i
     for (int64_t i = i0; i < i1; i++) sum += q[i * stride];
     return sum;
 }
-
-static int is_half(tn_dtype t) { return t == TN_DTYPE_BF16 || t == TN_DTYPE_F16; }
 
 static int is_extreme(tn_reduce_op op) {
     return op == TN_REDUCE_MAX || op == TN_REDUCE_MIN || op == TN_REDUCE_ARGMAX || op == TN_REDUCE_ARGMIN;
@@ -255,8 +256,8 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
             a->i = bool_fold(op == TN_REDUCE_ANY, (const uint8_t *)p + i0, i1 - i0, a->i);
             continue;
         }
-        if (op == TN_REDUCE_SUM && (in->dtype == TN_DTYPE_BF16 || in->dtype == TN_DTYPE_F16)) {
-            a->f += sum_half(in->dtype, p, row_stride, i0, i1);
+        if ((op == TN_REDUCE_SUM || op == TN_REDUCE_NORM2) && is_half(in->dtype)) {
+            a->f += sum_half(in->dtype, p, row_stride, i0, i1, op == TN_REDUCE_NORM2);
             continue;
         }
         if (op == TN_REDUCE_SUM && !fl && (in->dtype == TN_DTYPE_I64 || in->dtype == TN_DTYPE_BOOL)) {
@@ -504,8 +505,8 @@ static void moments_add(tn_var_part *a, double n, double mean, double m2) {
 
 /* The moments of reduced elements [j0, j1) (numbered row by row) of the output at input
  * offset off_in. Contiguous float32 rows go in blocks that stay in L1, each read twice there
- * (its mean, then its deviations: one pass over memory); other rows in two passes over the
- * range, in double. */
+ * (its mean, then its deviations: one pass over memory), 16-bit ones widened into such a block;
+ * other rows in two passes over the range, in double. */
 static tn_var_part moments_range(const split *s, const tn_tensor *in, int64_t off_in, int64_t j0, int64_t j1) {
     enum { BLOCK = 2048 };
     tn_var_part m = {0, 0, 0};
@@ -513,15 +514,21 @@ static tn_var_part moments_range(const split *s, const tn_tensor *in, int64_t of
     int32_t ies = tn_dtype_size(in->dtype);
     int64_t row = s->nred ? s->red_sizes[s->nred - 1] : 1, row_stride = s->nred ? s->red_in[s->nred - 1] : 0;
     if (row == 0 || j0 >= j1) return m;
-    if (in->dtype == TN_DTYPE_F32 && row_stride == 1) {
+    if ((in->dtype == TN_DTYPE_F32 || is_half(in->dtype)) && row_stride == 1) {
+        float buf[BLOCK]; /* a 16-bit block widened */
         for (int64_t r = j0 / row; r * row < j1; r++) {
             int64_t i0 = r * row < j0 ? j0 - r * row : 0, i1 = (r + 1) * row > j1 ? j1 - r * row : row;
-            const float *p = (const float *)in->data + row_base(s, off_in, r);
+            const char *p = (const char *)in->data + row_base(s, off_in, r) * ies;
             for (int64_t i = i0, b; i < i1; i += b) {
                 b = i1 - i < BLOCK ? i1 - i : BLOCK;
-                double mu = k->sum_f32(b, p + i) / (double)b;
+                const float *x = buf;
+                if (in->dtype == TN_DTYPE_F32)
+                    x = (const float *)(const void *)p + i;
+                else
+                    k->widen_half(in->dtype, b, buf, 1, (const uint16_t *)(const void *)p + i, 1);
+                double mu = k->sum_f32(b, x) / (double)b;
                 float c = (float)mu; /* deviations from c, corrected to deviations from mu */
-                double m2 = k->sq_dev_f32(b, p + i, c) - (double)b * (mu - c) * (mu - c);
+                double m2 = k->sq_dev_f32(b, x, c) - (double)b * (mu - c) * (mu - c);
                 moments_add(&m, (double)b, mu, m2 > 0 ? m2 : 0);
             }
         }

@@ -237,13 +237,14 @@ Tensor& vector_norm_out(const Tensor& self, const c10::Scalar& ord, at::Optional
   track_native("aten::linalg_vector_norm.out");
   // computed in float for the half types (|x|^p overflows them), cast once at the end
   Tensor x = dtype ? self.to(*dtype) : self;
-  if (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16) x = x.to(at::kFloat);
+  bool half = x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16;
+  if (half && p != 2.0) x = x.to(at::kFloat);  // the 2-norm widens as it reads
   auto dims = dim.value_or(at::IntArrayRef{});
   Tensor r;
-  if (std::isinf(p))
+  if (p == 2.0)
+    r = vector_norm2(x, dim, keepdim, half ? at::kFloat : x.scalar_type());
+  else if (std::isinf(p))
     r = p > 0 ? at::amax(x.abs(), dims, keepdim) : at::amin(x.abs(), dims, keepdim);
-  else if (p == 2.0)
-    r = vector_norm2(x, dim, keepdim);
   else if (p == 0.0)
     r = at::sum(at::ne(x, 0).to(x.scalar_type()), dim, keepdim);
   else if (p == 1.0)

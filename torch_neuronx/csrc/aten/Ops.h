@@ -43,8 +43,9 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen);
 at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen);
 
-// Reduce.cpp: the 2-norm of a float32 or float64 tensor over `dim` (all dimensions when empty)
-at::Tensor vector_norm2(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keepdim);
+// Reduce.cpp: the 2-norm of a floating tensor over `dim` (all dimensions when empty), as out_dtype
+// (float32 or float64; the input's own, or float32 for a 16-bit input)
+at::Tensor vector_norm2(const at::Tensor& x, at::OptionalIntArrayRef dim, bool keepdim, c10::ScalarType out_dtype);
 
 // Complex.cpp: complex products through real views (false: not a case it handles)
 bool complex_mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);

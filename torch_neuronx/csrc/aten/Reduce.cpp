@@ -339,10 +339,11 @@ std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> di
 
 } // namespace
 
-// One pass over the input, its square root at the end (the caller has counted the op).
-Tensor vector_norm2(const Tensor& x, at::OptionalIntArrayRef dim, bool keepdim) {
-  Tensor out = at::native::create_reduction_result(x, dim, keepdim, x.scalar_type());
-  auto iter = at::native::make_reduction("linalg_vector_norm", out, x, dim, keepdim, x.scalar_type());
+// One pass over the input (16-bit elements widened as they are read), its square root at the
+// end (the caller has counted the op).
+Tensor vector_norm2(const Tensor& x, at::OptionalIntArrayRef dim, bool keepdim, c10::ScalarType out_dtype) {
+  Tensor out = at::native::create_reduction_result(x, dim, keepdim, out_dtype);
+  auto iter = at::native::make_reduction("linalg_vector_norm", out, x, dim, keepdim, x.scalar_type(), out_dtype);
   launch("aten::linalg_vector_norm.out", TN_REDUCE_NORM2, iter, 1, 1.0, false);
   return out;
 }
