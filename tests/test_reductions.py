@@ -346,3 +346,30 @@ def test_half_norms_variances_and_sums(dtype):
     got = torch.linalg.vector_norm(x.to("neuron"), dtype=torch.float32).cpu()
     torch.testing.assert_close(got.double(), x.double().norm(), rtol=2e-6, atol=0)
     check(lambda t: (t.var(), *torch.std_mean(t, 1), t.sum(), t.sum(1)), x * 2 + 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int64], ids=str)
+def test_topk_selection(dtype):
+    """top-k of fewer than half a row keeps a heap of the best k (float32 rows skip 64-element
+    chunks that cannot enter it): against the CPU's values, with the positions checked by
+    gathering, over vocabulary-sized rows, NaN, ties, the smallest, k = 1, a strided row."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(3, 49152, generator=g) * 100).to(dtype)
+    if dtype.is_floating_point:
+        x[1, 40000] = float("nan")      # NaN counts as the largest
+        x[1, 300] = float("nan")
+    x[2, 100] = x[2, 30000] = x[2].max() + 1   # a tie at the top: the first position first
+    for k, largest in ((50, True), (50, False), (1, True), (20000, True), (7, False)):
+        exp_v, exp_i = torch.topk(x, k, largest=largest)
+        got_v, got_i = torch.topk(x.to("neuron"), k, largest=largest)
+        torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True, rtol=0, atol=0)
+        torch.testing.assert_close(x.gather(1, got_i.cpu()), exp_v, equal_nan=True, rtol=0, atol=0)
+        if largest and 2 <= k < 20000:
+            assert got_i[2, 0].item() == 100 and got_i[2, 1].item() == 30000
+            if dtype.is_floating_point:
+                assert got_i[1, :2].tolist() == [300, 40000]
+    col = x[:, :999].t()                 # along dim 0 of a transposed view
+    exp_v, _ = torch.topk(col, 3, dim=0)
+    got_v, got_i = torch.topk(col.to("neuron"), 3, dim=0)
+    torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(col.gather(0, got_i.cpu()), exp_v, equal_nan=True, rtol=0, atol=0)
