@@ -76,6 +76,12 @@ static inline float f_silu_bw(float g, float x, float al) {
     float s = tn_sigmoidf(x);
     return g * s * (1.0f + x * (1.0f - s));
 }
+/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+static inline float f_gelu_bw(float g, float x, float al) {
+    (void)al;
+    return g * TN_FMA(x * 0.3989422804014327f, tn_expf(-0.5f * x * x), tn_normal_cdff(x));
+}
+
 static inline float f_gelu_tanh_bw(float g, float x, float al) {
     (void)al;
     const float k = 0.7978845608028654f, c = 0.044715f;
@@ -123,6 +129,7 @@ static inline float f_tanh(float x) { return tn_tanhf(x); }
 static inline float f_sigmoid(float x) { return tn_sigmoidf(x); }
 static inline float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
 static inline float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
+static inline float f_gelu(float x) { return x * tn_normal_cdff(x); }
 static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 static inline float f_floor(float x) { return floorf(x); }
 static inline float f_ceil(float x) { return ceilf(x); }
@@ -145,6 +152,7 @@ static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t 
     case TN_BINARY_TANH_BACKWARD: row2(f_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_SILU_BACKWARD: row2(f_silu_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_GELU_TANH_BACKWARD: row2(f_gelu_tanh_bw, n, o, os, a, as, b, bs, alpha); return 1;
+    case TN_BINARY_GELU_BACKWARD: row2(f_gelu_bw, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_POW: pow_row(n, o, os, a, as, b, bs); return 1;
     case TN_BINARY_FMOD: row2(f_fmod, n, o, os, a, as, b, bs, alpha); return 1;
     case TN_BINARY_REMAINDER: row2(f_remainder, n, o, os, a, as, b, bs, alpha); return 1;
@@ -165,6 +173,7 @@ static inline int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os
     case TN_UNARY_SIGMOID: row1(f_sigmoid, n, o, os, x, xs); return 1;
     case TN_UNARY_SILU: row1(f_silu, n, o, os, x, xs); return 1;
     case TN_UNARY_GELU_TANH: row1(f_gelu_tanh, n, o, os, x, xs); return 1;
+    case TN_UNARY_GELU: row1(f_gelu, n, o, os, x, xs); return 1;
     case TN_UNARY_RELU: row1(f_relu, n, o, os, x, xs); return 1;
     case TN_UNARY_FLOOR: row1(f_floor, n, o, os, x, xs); return 1;
     case TN_UNARY_CEIL: row1(f_ceil, n, o, os, x, xs); return 1;

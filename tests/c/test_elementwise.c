@@ -54,6 +54,7 @@ static double ref_unary(tn_unary_op op, double x) {
     case TN_UNARY_SILU: return x / (1.0 + exp(-x)); /* NaN at -inf, as PyTorch */
     case TN_UNARY_GELU_TANH:
         return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case TN_UNARY_GELU: return 0.5 * x * erfc(-x * 0.7071067811865476); /* the left tail without cancellation */
     case TN_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
     case TN_UNARY_FLOOR: return floor(x);
     case TN_UNARY_CEIL: return ceil(x);
@@ -121,6 +122,8 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
         double s = 1.0 / (1.0 + exp(-b));
         return a * s * (1.0 + b * (1.0 - s));
     }
+    case TN_BINARY_GELU_BACKWARD:
+        return a * (0.5 * erfc(-b * 0.7071067811865476) + b * exp(-0.5 * b * b) * 0.3989422804014327);
     case TN_BINARY_POW: return pow(a, b);
     case TN_BINARY_FMOD: return fmod(a, b); /* exact */
     case TN_BINARY_REMAINDER: { /* fmod moved to the divisor's sign */
@@ -171,8 +174,14 @@ void test_binary_rows_every_isa(void) {
                 for (int64_t i = 0; i < n; i++) {
                     double want = ref_binary((tn_binary_op)op, inputs[i * pat[p][1]],
                                              b[i * pat[p][2]], 0.5);
-                    if (!close_f32(out[i], want) &&
-                        !(isnan(want) && op >= TN_BINARY_THRESHOLD_BACKWARD)) {
+                    /* the GELU's derivative Phi(x) + x phi(x) cancels near x = -0.75: its
+                     * error is measured against the size of the two terms */
+                    double x = b[i * pat[p][2]], g = inputs[i * pat[p][1]];
+                    double scale = fabs(g) * (1.0 + fabs(x) * 0.4);
+                    int close = op == TN_BINARY_GELU_BACKWARD && !isnan(want) && !isinf(want)
+                                    ? fabs((double)out[i] - want) <= 4e-6 * scale + 2e-7
+                                    : close_f32(out[i], want);
+                    if (!close && !(isnan(want) && op >= TN_BINARY_THRESHOLD_BACKWARD)) {
                         fprintf(stderr, "  %s binary op %d pattern %d i=%lld got %.9g want %.9g\n",
                                 tn_isa_name((tn_isa)isa), op, p, (long long)i, (double)out[i], want);
                         CHECK(0);
