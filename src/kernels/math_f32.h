@@ -95,4 +95,58 @@ static inline float tn_normal_cdff(float x) {
     return az < 1.0f ? inner : tail;
 }
 
+/* ln x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln x = e ln 2 + ln(1 + f) for f = m - 1, ln(1 + f)
+ * as f - f^2/2 + f^3 P(f) (P of degree 8, the classic minimax coefficients for this range), and
+ * e ln 2 in two parts so that it adds exactly. Subnormal inputs are scaled by 2^23 first; 0
+ * gives -inf, negatives NaN, inf and NaN themselves. */
+static inline float tn_logf(float x) {
+    int sub = x < 1.17549435e-38f;
+    float xs = sub ? x * 8388608.0f : x;
+    uint32_t bits = tn_f32_bits(xs);
+    int32_t e = (int32_t)((bits >> 23) & 0xff) - 127;
+    float m = tn_f32_from_bits((bits & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
+    int half = m > 1.41421356f;
+    m = half ? 0.5f * m : m;
+    float ef = (float)(e + half) - (sub ? 23.0f : 0.0f);
+    float f = m - 1.0f, z = f * f;
+    float p = 7.0376836292e-2f;
+    p = TN_FMA(p, f, -1.1514610310e-1f);
+    p = TN_FMA(p, f, 1.1676998740e-1f);
+    p = TN_FMA(p, f, -1.2420140846e-1f);
+    p = TN_FMA(p, f, 1.4249322787e-1f);
+    p = TN_FMA(p, f, -1.6668057665e-1f);
+    p = TN_FMA(p, f, 2.0000714765e-1f);
+    p = TN_FMA(p, f, -2.4999993993e-1f);
+    p = TN_FMA(p, f, 3.3333331174e-1f);
+    float y = p * f * z;
+    y = TN_FMA(ef, -2.12194440e-4f, y);
+    y = TN_FMA(z, -0.5f, y);
+    float r = TN_FMA(ef, 0.693359375f, f + y);
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    return x == INFINITY || x != x ? x + 0.0f : r;
+}
+
+/* sin x (cosine: cos x, the same with the quadrant moved by one): x = n pi/2 + r with
+ * |r| <= pi/4 by Cody-Waite reduction in four parts (the first two have few enough bits that
+ * n times them is exact for |n| < 2^13), n = rint(2x / pi) from the 1.5 * 2^23 addition as in
+ * tn_expf (its low bits are n mod 4), then odd and even polynomials on r (the classic minimax
+ * coefficients). Accurate for |x| <= 8192; callers redo larger arguments in double. */
+static inline float tn_sin_cosf(float x, int cosine) {
+    float t = TN_FMA(x, 0.63661977236758134f, 12582912.0f);
+    float n = t - 12582912.0f;
+    int32_t q = (int32_t)tn_f32_bits(t) + cosine;
+    float r = TN_FMA(n, -1.5703125f, x);
+    r = TN_FMA(n, -4.837512969970703125e-4f, r);
+    r = TN_FMA(n, -7.549790126404332e-8f, r);
+    r = TN_FMA(n, 1.7151245100058819e-15f, r); /* what the third part's rounding left */
+    float z = r * r;
+    float s = TN_FMA(TN_FMA(TN_FMA(-1.9515295891e-4f, z, 8.3321608736e-3f), z, -1.6666654611e-1f), z * r, r);
+    float c = TN_FMA(TN_FMA(TN_FMA(2.443315711809948e-5f, z, -1.388731625493765e-3f), z, 4.166664568298827e-2f),
+                     z * z, TN_FMA(-0.5f, z, 1.0f));
+    float v = (q & 1) ? c : s;
+    v = (q & 2) ? -v : v;
+    return !cosine && x == 0.0f ? x : v; /* sin(-0) = -0 */
+}
+
 #endif

@@ -130,6 +130,26 @@ static inline float f_sigmoid(float x) { return tn_sigmoidf(x); }
 static inline float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
 static inline float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
 static inline float f_gelu(float x) { return x * tn_normal_cdff(x); }
+static inline float f_log(float x) { return tn_logf(x); }
+static inline float f_sin(float x) { return tn_sin_cosf(x, 0); }
+static inline float f_cos(float x) { return tn_sin_cosf(x, 1); }
+
+/* sin or cos of a row in chunks: the vector reduction covers |x| <= 8192, and the rare larger
+ * arguments are redone in double from the chunk's copy of the input (so o may be x). */
+static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
+    float in[256], out[256];
+    for (int64_t c = 0; c < n; c += 256) {
+        int64_t m = n - c < 256 ? n - c : 256;
+        for (int64_t i = 0; i < m; i++) in[i] = x[(c + i) * xs];
+        if (cosine)
+            for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
+        else
+            for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
+        for (int64_t i = 0; i < m; i++)
+            if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
+        for (int64_t i = 0; i < m; i++) o[(c + i) * os] = out[i];
+    }
+}
 static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 static inline float f_floor(float x) { return floorf(x); }
 static inline float f_ceil(float x) { return ceilf(x); }
@@ -174,6 +194,9 @@ static inline int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os
     case TN_UNARY_SILU: row1(f_silu, n, o, os, x, xs); return 1;
     case TN_UNARY_GELU_TANH: row1(f_gelu_tanh, n, o, os, x, xs); return 1;
     case TN_UNARY_GELU: row1(f_gelu, n, o, os, x, xs); return 1;
+    case TN_UNARY_LOG: row1(f_log, n, o, os, x, xs); return 1;
+    case TN_UNARY_SIN: trig_row(0, n, o, os, x, xs); return 1;
+    case TN_UNARY_COS: trig_row(1, n, o, os, x, xs); return 1;
     case TN_UNARY_RELU: row1(f_relu, n, o, os, x, xs); return 1;
     case TN_UNARY_FLOOR: row1(f_floor, n, o, os, x, xs); return 1;
     case TN_UNARY_CEIL: row1(f_ceil, n, o, os, x, xs); return 1;

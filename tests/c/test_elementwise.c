@@ -54,6 +54,9 @@ static double ref_unary(tn_unary_op op, double x) {
     case TN_UNARY_SILU: return x / (1.0 + exp(-x)); /* NaN at -inf, as PyTorch */
     case TN_UNARY_GELU_TANH:
         return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case TN_UNARY_LOG: return log(x);
+    case TN_UNARY_SIN: return sin(x);
+    case TN_UNARY_COS: return cos(x);
     case TN_UNARY_GELU: return 0.5 * x * erfc(-x * 0.7071067811865476); /* the left tail without cancellation */
     case TN_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
     case TN_UNARY_FLOOR: return floor(x);
