@@ -47,6 +47,8 @@ ZERO_INIT := $(shell $(CC) -ftrivial-auto-var-init=zero -Werror -x c -c /dev/nul
                && echo -ftrivial-auto-var-init=zero -DTN_TASKS_ZEROED=1)
 build/rel/src/runtime/%.o build/san/src/runtime/%.o build/rel/src/graph/%.o build/san/src/graph/%.o: \
   TASK_FLAGS := $(ZERO_INIT)
+# The random draws' float math (math_f32.h) vectorizes only without errno (as the rows do).
+build/rel/src/kernels/random.o build/san/src/kernels/random.o: TASK_FLAGS := -fno-math-errno -fno-trapping-math
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c) $(AMX_ONLY:%=src/kernels/%.c),\
           $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \

@@ -29,6 +29,10 @@ OPS = {
     "addcmul_": (lambda x, y: y.addcmul_(x, x, value=0.001), 3),  # its second moment
     "silu": (lambda x, y: torch.nn.functional.silu(x), 2),
     "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
+    "gelu": (lambda x, y: torch.nn.functional.gelu(x), 2),  # the exact (erf) form
+    "log": (lambda x, y: torch.log(x, out=y), 2),
+    "sin": (lambda x, y: torch.sin(x, out=y), 2),
+    "randn_": (lambda x, y: y.normal_(), 1),
     "sum": (lambda x, y: x.sum(), 1),
     "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
     "sum_columns": (lambda x, y: x.view(-1, 1000).sum(0), 1),  # a bias's gradient

@@ -142,6 +142,24 @@ void test_random_kernels(void) {
     double mean = sum / N, var = sq / N - mean * mean;
     CHECK(fabs(mean - 1.0) < 0.05);
     CHECK(fabs(sqrt(var) - 2.0) < 0.05);
+    /* three threads (their ranges start inside Philox blocks), a strided destination and a
+     * bfloat16 one give the same values */
+    for (int k = 0; k < 3; k++) tn_kernel_normal(&tb, 42, 7, 1.0, 2.0, k, 3);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    static float wide[2 * N];
+    tn_tensor tw = {.data = wide, .dtype = TN_DTYPE_F32, .ndim = 1, .sizes = {N}, .strides = {2}};
+    tn_kernel_normal(&tw, 42, 7, 1.0, 2.0, 0, 1);
+    static uint16_t half[N];
+    tn_tensor th = {.data = half, .dtype = TN_DTYPE_BF16, .ndim = 1, .sizes = {N}, .strides = {1}};
+    tn_kernel_normal(&th, 42, 7, 1.0, 2.0, 0, 1);
+    int same = 1;
+    for (int i = 0; i < N; i++) {
+        uint32_t bits;
+        memcpy(&bits, &a[i], 4);
+        uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16; /* to nearest even */
+        same &= wide[2 * i] == a[i] && half[i] == (uint16_t)rounded;
+    }
+    CHECK(same);
     /* another offset gives another draw */
     tn_kernel_normal(&tb, 42, 8, 1.0, 2.0, 0, 1);
     CHECK(memcmp(a, b, sizeof a) != 0);
