@@ -373,3 +373,28 @@ def test_topk_selection(dtype):
     got_v, got_i = torch.topk(col.to("neuron"), 3, dim=0)
     torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True, rtol=0, atol=0)
     torch.testing.assert_close(col.gather(0, got_i.cpu()), exp_v, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_radix_sorted_rows(dtype):
+    """Rows of 256 or more 16/32-bit floats sort by radix on their keys: stable, -0 equal to
+    +0, NaN above +inf, both directions, along a strided dimension too; the positions are
+    compared exactly with the CPU's stable sort."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(5, 3001, generator=g) * 50).round().to(dtype)   # many ties
+    x[0, :40] = 0.0
+    x[0, 5:40:3] = -0.0
+    x[1, 100:110] = float("nan")
+    x[1, 7] = float("inf")
+    x[1, 8] = -float("inf")
+    x[2, 2000] = float("nan")
+    for descending in (False, True):
+        for t, dim in ((x, 1), (x.t().contiguous().t(), 1), (x[:, :512].t(), 0)):
+            exp_v, exp_i = torch.sort(t, dim=dim, descending=descending, stable=True)
+            got_v, got_i = torch.sort(t.to("neuron"), dim=dim, descending=descending, stable=True)
+            torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True, rtol=0, atol=0)
+            assert torch.equal(got_i.cpu(), exp_i)
+    exp_v, exp_i = torch.topk(x, 2000, largest=True)      # k >= n / 2 takes the full sort
+    got_v, got_i = torch.topk(x.to("neuron"), 2000, largest=True)
+    torch.testing.assert_close(got_v.cpu(), exp_v, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(x.gather(1, got_i.cpu()), exp_v, equal_nan=True, rtol=0, atol=0)

@@ -92,6 +92,48 @@ static void select_first(item *items, item *tmp, const char *x, int64_t n, int64
     merge_sort(items, tmp, k, descending);
 }
 
+/* A float's sort key: unsigned order is the float order, -0 equals +0, every NaN is above
+ * +inf (and equal to the others), and descending flips it all. */
+static inline uint32_t float_key(float f, int descending) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b = b == 0x80000000u ? 0 : b;
+    uint32_t key = b >> 31 ? ~b : b | 0x80000000u;
+    key = f != f ? 0xffffffffu : key;
+    return descending ? ~key : key;
+}
+
+/* A stable sort of a float32, bfloat16 or float16 row by radix: the float keys in three passes
+ * of 11 bits (least significant first, so equal keys keep their order), positions carried
+ * along. pos and keys have room for 2n each (scratch); returns where the sorted positions
+ * ended up. A merge sort of 49152 logits (top-p sampling) took 5 ms. */
+static const uint32_t *radix_sort(const char *x, int64_t n, int64_t is, tn_dtype t, int descending, uint32_t *keys,
+                                  uint32_t *pos) {
+    uint32_t *k2 = keys + n, *p2 = pos + n;
+    for (int64_t i = 0; i < n; i++) {
+        keys[i] = float_key((float)fetch(x, i, is, t), descending);
+        pos[i] = (uint32_t)i;
+    }
+    for (int shift = 0; shift < 32; shift += 11) {
+        int64_t count[2048 + 1] = {0};
+        for (int64_t i = 0; i < n; i++) count[((keys[i] >> shift) & 2047) + 1]++;
+        if (count[((keys[0] >> shift) & 2047) + 1] == n) continue; /* one digit for all */
+        for (int d = 0; d < 2048; d++) count[d + 1] += count[d];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = count[(keys[i] >> shift) & 2047]++;
+            k2[at] = keys[i];
+            p2[at] = pos[i];
+        }
+        uint32_t *swap = keys;
+        keys = k2;
+        k2 = swap;
+        swap = pos;
+        pos = p2;
+        p2 = swap;
+    }
+    return pos;
+}
+
 void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_tensor *in,
                     int32_t descending, void *scratch, int32_t ith, int32_t nth) {
     int32_t nd = in->ndim;
@@ -106,6 +148,17 @@ void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_
         const char *x = (const char *)in->data + tn_row_offset(in, r, 1) * ies;
         if (k < n / 2) {
             select_first(items, tmp, x, n, is, in->dtype, k, descending);
+        } else if (n >= 256 && n < ((int64_t)1 << 32) && values->dtype == in->dtype &&
+                   (in->dtype == TN_DTYPE_F32 || in->dtype == TN_DTYPE_BF16 || in->dtype == TN_DTYPE_F16)) {
+            uint32_t *keys = scratch, *pos = keys + 2 * n; /* 16 n bytes of the 32 n */
+            const uint32_t *sorted = radix_sort(x, n, is, in->dtype, descending, keys, pos);
+            char *vo = (char *)values->data + tn_row_offset(values, r, 1) * ves;
+            int64_t *io = (int64_t *)indices->data + tn_row_offset(indices, r, 1);
+            for (int64_t i = 0; i < k; i++) { /* (items share the scratch: written from here) */
+                memcpy(vo + i * vs * ves, x + sorted[i] * is * ies, (size_t)ies);
+                io[i * xs] = sorted[i];
+            }
+            continue;
         } else {
             for (int64_t i = 0; i < n; i++) items[i] = (item){fetch(x, i, is, in->dtype), i};
             merge_sort(items, tmp, n, descending);
