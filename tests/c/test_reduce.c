@@ -160,6 +160,18 @@ void test_reduce_rows_every_isa(void) {
                 x[at] = keep;
             }
         }
+        /* a long product that leaves double's range and comes back: 3000 x 0.01 then 3000 x
+         * 100 (the lanes' exponents are kept apart), and one near 1 */
+        static float longrow[6000];
+        for (int i = 0; i < 6000; i++) longrow[i] = i < 3000 ? 0.01f : 100.0f;
+        double back = pow((double)0.01f * (double)100.0f, 3000);
+        CHECK(fabs(k->prod_f32(6000, longrow) - back) <= 1e-12 * back);
+        double near = 1;
+        for (int i = 0; i < 6000; i++) {
+            longrow[i] = 1.0f + (float)((i * 7919) % 201 - 100) * 1e-6f;
+            near *= longrow[i];
+        }
+        CHECK(fabs(k->prod_f32(6000, longrow) - near) <= 1e-12);
         /* acc = op(acc, each of 5 rows of 70), rows 80 apart; a NaN in row 3, column 9 */
         static float rows[5 * 80];
         for (int i = 0; i < 5 * 80; i++) rows[i] = x[i % N] + (float)(i / 80);
