@@ -2,9 +2,11 @@
 eager with the dynamic cache, and the CPU (eager, dynamic cache), in one run.
 
     python bench/generate.py [--models smollm2,tiny-llama] [--dtype float32] [--new-tokens 64]
-                             [--prompt-len 32] [--repeat 3]
+                             [--prompt-len 32] [--repeat 3] [--sample]
 
 Batch 1, a random prompt, greedy, exactly --new-tokens tokens (min_new_tokens: no early stop).
+--sample samples instead (temperature 0.7, top-k 50, top-p 0.9: a top-k and a sort of the
+vocabulary every step); the tokens then differ between runs and "same" shows "-".
 The static configuration is what the issue's user writes:
 GenerationConfig(cache_implementation="static", compile_config=CompileConfig(backend="neuron",
 fullgraph=False, dynamic=False)). Its first call compiles (reported apart, "first s"); the
@@ -46,13 +48,16 @@ def main():
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--prompt-len", type=int, default=32)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--sample", action="store_true", help="top-k / top-p sampling instead of greedy")
     args = p.parse_args()
     hf_logging.set_verbosity_error()
     dtype = getattr(torch, args.dtype)
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}; neuron kernels: "
           f"{torch_neuronx._C._isa()}; dtype {args.dtype}; prompt {args.prompt_len}, "
-          f"{args.new_tokens} new tokens, batch 1, greedy")
-    common = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False)
+          f"{args.new_tokens} new tokens, batch 1, {'sampling' if args.sample else 'greedy'}")
+    common = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=args.sample)
+    if args.sample:
+        common.update(temperature=0.7, top_k=50, top_p=0.9)
     configs = [
         ("neuron static+compile", "neuron", GenerationConfig(
             cache_implementation="static", **common,
@@ -74,7 +79,7 @@ def main():
             rows.append((label, *run(model, ids.to(device), cfg, args.repeat)))
         eager = dict((r[0], r) for r in rows)["neuron eager"]
         for label, t, first, tokens in rows:
-            same = "yes" if torch.equal(tokens, eager[3]) else "no"
+            same = "-" if args.sample else "yes" if torch.equal(tokens, eager[3]) else "no"
             print(f"{name:>10} {label:>22} {args.new_tokens / t:>8.1f} {eager[1] / t:>15.2f}x "
                   f"{first:>8.1f} {same:>5}", flush=True)
         del model
