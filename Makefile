@@ -19,14 +19,14 @@ CFLAGS_REL := $(CFLAGS_COMMON) -O3 -g
 CFLAGS_SAN := $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-# src/kernels/rows.c, reduce_rows.c, gemm_ukernel.c, attention.c and attention_backward.c are built once per
-# ISA with that ISA's flags (and only there).
+# src/kernels/rows.c, reduce_rows.c, random_rows.c, gemm_ukernel.c, attention.c and
+# attention_backward.c are built once per ISA with that ISA's flags (and only there).
 ISA_FLAGS_ref :=
 ISA_FLAGS_avx2 := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISAS := ref avx2 avx512
 
-PER_ISA := rows reduce_rows gemm_ukernel attention attention_backward
+PER_ISA := rows reduce_rows random_rows gemm_ukernel attention attention_backward
 # Built once, for CPUs with AVX512-BF16 (installed only when CPUID reports it).
 ISA_FLAGS_avx512bf16 := $(ISA_FLAGS_avx512) -mavx512bf16
 BF16_ONLY := gemm_bf16
@@ -47,8 +47,6 @@ ZERO_INIT := $(shell $(CC) -ftrivial-auto-var-init=zero -Werror -x c -c /dev/nul
                && echo -ftrivial-auto-var-init=zero -DTN_TASKS_ZEROED=1)
 build/rel/src/runtime/%.o build/san/src/runtime/%.o build/rel/src/graph/%.o build/san/src/graph/%.o: \
   TASK_FLAGS := $(ZERO_INIT)
-# The random draws' float math (math_f32.h) vectorizes only without errno (as the rows do).
-build/rel/src/kernels/random.o build/san/src/kernels/random.o: TASK_FLAGS := -fno-math-errno -fno-trapping-math
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c) $(AMX_ONLY:%=src/kernels/%.c),\
           $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \

@@ -30,7 +30,6 @@ OPS = {
     "silu": (lambda x, y: torch.nn.functional.silu(x), 2),
     "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
     "gelu": (lambda x, y: torch.nn.functional.gelu(x), 2),  # the exact (erf) form
-    "log": (lambda x, y: torch.log(x, out=y), 2),
     "sin": (lambda x, y: torch.sin(x, out=y), 2),
     "randn_": (lambda x, y: y.normal_(), 1),
     "sum": (lambda x, y: x.sum(), 1),

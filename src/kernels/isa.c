@@ -75,18 +75,18 @@ static void init(void) {
     isa.amx = isa.bf16 && detect_amx();
     for (int i = 0; i <= (int)isa.best; i++) {
         tn_kernels_install_ref(&isa.tables[i]);
-        tn_reduce_install_ref(&isa.tables[i]);
+        tn_reduce_install_ref(&isa.tables[i]); tn_random_install_ref(&isa.tables[i]);
         tn_gemm_install_ref(&isa.tables[i]);
         tn_attention_install_ref(&isa.tables[i]);
         if (i >= TN_ISA_AVX2) {
             tn_kernels_install_avx2(&isa.tables[i]);
-            tn_reduce_install_avx2(&isa.tables[i]);
+            tn_reduce_install_avx2(&isa.tables[i]); tn_random_install_avx2(&isa.tables[i]);
             tn_gemm_install_avx2(&isa.tables[i]);
             tn_attention_install_avx2(&isa.tables[i]);
         }
         if (i >= TN_ISA_AVX512) {
             tn_kernels_install_avx512(&isa.tables[i]);
-            tn_reduce_install_avx512(&isa.tables[i]);
+            tn_reduce_install_avx512(&isa.tables[i]); tn_random_install_avx512(&isa.tables[i]);
             tn_gemm_install_avx512(&isa.tables[i]);
             tn_attention_install_avx512(&isa.tables[i]);
             if (isa.bf16) tn_gemm_install_avx512bf16(&isa.tables[i]);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "elem.h"
-#include "math_f32.h"
 #include "philox.h"
 #include "strided.h"
 #include "table.h"
@@ -38,41 +37,6 @@ static double draw(uint64_t seed, uint64_t offset, int64_t i, int normal, double
     return a + b * radius * ((lane & 1) ? sin(angle) : cos(angle));
 }
 
-/* The 64 values of blocks base / 4 .. base / 4 + 16 of a float32, bfloat16 or float16 draw,
- * in float: Philox 16 blocks at a time (philox.h), uniform draws of 24 bits in (0, 1], and
- * Box-Muller on each pair of lanes (the same pairs as draw(): cos for the first, sin for the
- * second) with the vector log, sin and cos of math_f32.h. The loops run over arrays, so they
- * vectorize (draw() spent a whole block and two double transcendental calls per element). */
-static void draw_floats(uint64_t seed, uint64_t offset, int64_t base, int normal, double a, double b,
-                        float v[4 * TN_PHILOX_LANES]) {
-    enum { N = 4 * TN_PHILOX_LANES, PAIRS = N / 2 };
-    uint32_t w[N];
-    tn_philox_blocks(seed, offset, (uint64_t)base / 4, w);
-    float u[N];
-    for (int i = 0; i < N; i++) u[i] = ((float)(w[i] >> 8) + 1.0f) * 5.9604644775390625e-8f;
-    if (!normal) {
-        /* [a, b): a value that rounds up to b becomes the float below it */
-        const float lo = (float)a, width = (float)(b - a), top = (float)b, below = nextafterf(top, -INFINITY);
-        for (int i = 0; i < N; i++) {
-            float x = TN_FMA(width, 1.0f - u[i], lo);
-            v[i] = x < top ? x : below;
-        }
-        return;
-    }
-    float radius[PAIRS], angle[PAIRS], c[PAIRS], sn[PAIRS];
-    for (int j = 0; j < PAIRS; j++) {
-        radius[j] = (float)b * sqrtf(-2.0f * tn_logf(u[2 * j]));
-        angle[j] = 6.28318530717958648f * u[2 * j + 1];
-    }
-    for (int j = 0; j < PAIRS; j++) c[j] = tn_sin_cosf(angle[j], 1);
-    for (int j = 0; j < PAIRS; j++) sn[j] = tn_sin_cosf(angle[j], 0);
-    const float mean = (float)a;
-    for (int j = 0; j < PAIRS; j++) {
-        v[2 * j] = TN_FMA(radius[j], c[j], mean);
-        v[2 * j + 1] = TN_FMA(radius[j], sn[j], mean);
-    }
-}
-
 /* Elements in logical order one after the other (dimensions of size 1 have any stride). */
 static int row_major(const tn_tensor *t) {
     int64_t expect = 1;
@@ -96,7 +60,7 @@ static void fill_random(const tn_tensor *dst, uint64_t seed, uint64_t offset, in
         int contiguous = row_major(dst);
         float v[N];
         for (int64_t base = first / 4 * 4; base < last; base += N) {
-            draw_floats(seed, offset, base, normal, a, b, v);
+            k->draw_floats(seed, offset, base, normal, a, b, v);
             int64_t lo = base > first ? base : first, hi = last < base + N ? last : base + N;
             if (contiguous && dst->dtype == TN_DTYPE_F32) {
                 memcpy((float *)dst->data + lo, v + (lo - base), sizeof(float) * (size_t)(hi - lo));

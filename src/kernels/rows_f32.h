@@ -137,6 +137,23 @@ static inline float f_cos(float x) { return tn_sin_cosf(x, 1); }
 /* sin or cos of a row in chunks: the vector reduction covers |x| <= 8192, and the rare larger
  * arguments are redone in double from the chunk's copy of the input (so o may be x). */
 static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
+    if (os == 1 && xs == 1 && (o + n <= x || x + n <= o)) { /* apart: no copies */
+        for (int64_t c = 0; c < n; c += 256) {
+            int64_t m = n - c < 256 ? n - c : 256;
+            const float *in = x + c;
+            float *out = o + c;
+            if (cosine)
+                for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
+            else
+                for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
+            int big = 0;
+            for (int64_t i = 0; i < m; i++) big |= fabsf(in[i]) > 8192.0f;
+            if (big)
+                for (int64_t i = 0; i < m; i++)
+                    if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
+        }
+        return;
+    }
     float in[256], out[256];
     for (int64_t c = 0; c < n; c += 256) {
         int64_t m = n - c < 256 ? n - c : 256;
@@ -145,8 +162,11 @@ static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const f
             for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
         else
             for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
-        for (int64_t i = 0; i < m; i++)
-            if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
+        int big = 0; /* (a vector test first: the loop with the call is scalar) */
+        for (int64_t i = 0; i < m; i++) big |= fabsf(in[i]) > 8192.0f;
+        if (big)
+            for (int64_t i = 0; i < m; i++)
+                if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
         for (int64_t i = 0; i < m; i++) o[(c + i) * os] = out[i];
     }
 }

@@ -111,6 +111,9 @@ typedef struct tn_kernel_table {
     double (*prod_f32)(int64_t n, const float *x);
     float (*extreme_f32)(int64_t n, const float *x, int want_max);
     void (*fold_rows_f32)(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *acc);
+    /* random_rows.c: the 64 float values of Philox blocks base / 4 .. base / 4 + 16 of a
+     * uniform draw in [a, b) or a normal one (mean a, std b), in element order */
+    void (*draw_floats)(uint64_t seed, uint64_t offset, int64_t base, int normal, double a, double b, float *v);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
@@ -155,6 +158,9 @@ int tn_gemm_half_c_with(const tn_kernel_table *k, const struct tn_gemm *g);
 void tn_kernels_install_ref(tn_kernel_table *t);
 void tn_kernels_install_avx2(tn_kernel_table *t);
 void tn_kernels_install_avx512(tn_kernel_table *t);
+void tn_random_install_ref(tn_kernel_table *t);
+void tn_random_install_avx2(tn_kernel_table *t);
+void tn_random_install_avx512(tn_kernel_table *t);
 void tn_reduce_install_ref(tn_kernel_table *t);
 void tn_reduce_install_avx2(tn_kernel_table *t);
 void tn_reduce_install_avx512(tn_kernel_table *t);

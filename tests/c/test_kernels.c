@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/table.h"
 #include "tn/tn.h"
 
 static tn_tensor view2(void *data, tn_dtype dt, int64_t s0, int64_t s1, int64_t st0, int64_t st1) {
@@ -160,6 +161,23 @@ void test_random_kernels(void) {
         same &= wide[2 * i] == a[i] && half[i] == (uint16_t)rounded;
     }
     CHECK(same);
+    /* every ISA variant with FMA gives the same normal values, bit for bit; the reference
+     * variant (a*b+c rounded twice) stays within rounding of them */
+    float first[64], other[64];
+    const tn_kernel_table *k2 = tn_kernels_for(TN_ISA_AVX2);
+    if (k2) {
+        k2->draw_floats(42, 7, 64, 1, 1.0, 2.0, first);
+        for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+            const tn_kernel_table *kt = tn_kernels_for((tn_isa)isa);
+            if (!kt) continue;
+            kt->draw_floats(42, 7, 64, 1, 1.0, 2.0, other);
+            int agree = 1;
+            for (int i = 0; i < 64; i++)
+                agree &= isa == TN_ISA_REF ? fabsf(other[i] - first[i]) <= 1e-5f * (1.0f + fabsf(first[i]))
+                                           : other[i] == first[i];
+            CHECK(agree);
+        }
+    }
     /* another offset gives another draw */
     tn_kernel_normal(&tb, 42, 8, 1.0, 2.0, 0, 1);
     CHECK(memcmp(a, b, sizeof a) != 0);
