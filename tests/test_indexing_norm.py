@@ -27,6 +27,13 @@ def test_index_select_and_embedding(dtype):
     torch.testing.assert_close(got.cpu(), torch.index_select(table, 0, idx))
     cols = torch.tensor([4, 1], dtype=torch.int32)
     torch.testing.assert_close(torch.index_select(on(table), 1, on(cols)).cpu(), torch.index_select(table, 1, cols))
+    # dense slices copied whole (a 3-D table's 2-D slices), and a transposed table's rows,
+    # which are not dense and go element by element
+    cube = torch.arange(120).reshape(6, 4, 5).to(dtype)
+    sel = torch.tensor([5, 0, 5, 2])
+    torch.testing.assert_close(torch.index_select(on(cube), 0, on(sel)).cpu(), torch.index_select(cube, 0, sel))
+    wide = table.t()
+    torch.testing.assert_close(torch.index_select(on(wide), 0, on(cols)).cpu(), torch.index_select(wide, 0, cols))
     if dtype.is_floating_point:
         emb = torch.nn.Embedding(12, 5).to(dtype)
         tokens = torch.tensor([[1, 2, 3], [11, 0, 0]])

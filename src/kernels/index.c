@@ -19,15 +19,55 @@ static tn_tensor drop_dim(const tn_tensor *t, int32_t dim, int64_t i) {
     return v;
 }
 
+/* The elements of a slice along `dim` when they lie one after the other in row-major order
+ * (an embedding table's rows); 0 otherwise. */
+static int64_t dense_slice(const tn_tensor *t, int32_t dim) {
+    int64_t expect = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+        if (d == dim) continue;
+        if (d < dim && t->sizes[d] != 1) return 0;
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return expect;
+}
+
+static inline int64_t index_at(const tn_tensor *index, int64_t i, int64_t istride) {
+    return index->dtype == TN_DTYPE_I32 ? ((const int32_t *)index->data)[i * istride]
+                                        : ((const int64_t *)index->data)[i * istride];
+}
+
 tn_status tn_kernel_index_select(const tn_tensor *out, const tn_tensor *in, int32_t dim,
                                  const tn_tensor *index, int32_t ith, int32_t nth) {
     int64_t count = index->ndim ? index->sizes[0] : 1, first, last;
     int64_t istride = index->ndim ? index->strides[0] : 0, size = in->sizes[dim];
     tn_status st = TN_STATUS_OK;
     tn_slice(count, ith, nth, &first, &last);
+    int64_t row = dense_slice(in, dim);
+    if (row > 0 && row == dense_slice(out, dim) && in->dtype == out->dtype) {
+        /* dense rows of the same dtype (embedding lookups): one memcpy a row, the next
+         * source row's first lines fetched while this one copies */
+        int32_t es = tn_dtype_size(in->dtype);
+        size_t bytes = (size_t)(row * es);
+        for (int64_t i = first; i < last; i++) {
+            int64_t k = index_at(index, i, istride);
+            if (k < 0 || k >= size) {
+                st = TN_STATUS_INVALID_ARGUMENT;
+                continue;
+            }
+            if (i + 1 < last) {
+                int64_t next = index_at(index, i + 1, istride);
+                if (next >= 0 && next < size)
+                    for (size_t b = 0; b < bytes && b < 512; b += 64)
+                        __builtin_prefetch((const char *)in->data + next * in->strides[dim] * es + b);
+            }
+            memcpy((char *)out->data + i * out->strides[dim] * es, (const char *)in->data + k * in->strides[dim] * es,
+                   bytes);
+        }
+        return st;
+    }
     for (int64_t i = first; i < last; i++) {
-        int64_t k = index->dtype == TN_DTYPE_I32 ? ((const int32_t *)index->data)[i * istride]
-                                                 : ((const int64_t *)index->data)[i * istride];
+        int64_t k = index_at(index, i, istride);
         if (k < 0 || k >= size) {
             st = TN_STATUS_INVALID_ARGUMENT;
             continue;
