@@ -119,3 +119,20 @@ def test_out_of_range_index_reported_at_sync():
     with pytest.raises(RuntimeError, match="out of bounds"):
         d[on(torch.tensor([0, 9]))]
         torch.neuron.synchronize()
+
+
+@pytest.mark.parametrize("shape", [(1003,), (37, 29), (5, 7, 11), (4096,)], ids=str)
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.5, 1.0])
+def test_nonzero_and_mask_selection_of_dense_masks(shape, density):
+    """Dense bool masks: zero words skipped whole, eight positions written without branches
+    while eight more rows fit, the odometer carried across rows; against the CPU exactly."""
+    g = torch.Generator().manual_seed(6)
+    mask = torch.rand(shape, generator=g) < density
+    x = torch.randn(shape, generator=g)
+    md, xd = mask.to("neuron"), x.to("neuron")
+    assert torch.equal(md.nonzero().cpu(), mask.nonzero())
+    assert torch.equal(torch.count_nonzero(md).cpu(), torch.count_nonzero(mask))
+    assert torch.equal(xd[md].cpu(), x[mask])
+    assert torch.equal(xd.masked_select(md).cpu(), x.masked_select(mask))
+    assert torch.equal(md.t().nonzero().cpu() if mask.dim() == 2 else md.nonzero().cpu(),
+                       mask.t().nonzero() if mask.dim() == 2 else mask.nonzero())   # a strided mask

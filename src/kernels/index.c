@@ -7,6 +7,16 @@
 #include "tn/index.h"
 #include "tn/kernels.h"
 
+/* A row-major dense tensor (dimensions of size 1 have any stride). */
+static int row_major(const tn_tensor *t) {
+    int64_t expect = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return 1;
+}
+
 /* The view without dimension `dim`, starting at slice `i` of it. */
 static tn_tensor drop_dim(const tn_tensor *t, int32_t dim, int64_t i) {
     tn_tensor v = *t;
@@ -219,6 +229,9 @@ tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32
     /* the slices copied per index position: self's and out's trailing dimensions */
     tn_tensor src = trailing(self, k), dst = trailing(out, nb);
     tn_slice(count, ith, nth, &first, &last);
+    /* dense slices of one dtype (x[mask] picks single elements): a memcpy each, not a copy
+     * kernel over a view */
+    int64_t row = out->dtype == self->dtype && row_major(&src) && row_major(&dst) ? tn_tensor_numel(&src) : -1;
     for (int64_t p = first; p < last; p++) {
         int64_t off_self, coord[TN_MAX_DIMS];
         if (!nd_offsets(self, k, indices, p, &off_self, coord)) {
@@ -227,7 +240,10 @@ tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32
         }
         src.data = (char *)self->data + off_self * es;
         dst.data = (char *)out->data + lead_offset(out, coord, nb) * es;
-        tn_kernel_copy(&dst, &src, 0, 1);
+        if (row >= 0)
+            memcpy(dst.data, src.data, (size_t)(row * es));
+        else
+            tn_kernel_copy(&dst, &src, 0, 1);
     }
     return st;
 }
@@ -258,7 +274,20 @@ tn_status tn_kernel_index_put(const tn_tensor *self, int32_t k, const tn_tensor 
     return st;
 }
 
+/* Nonzero bytes among n, in 32-bit counts of chunks (the loop vectorizes). */
+static int64_t count_bytes(const uint8_t *b, int64_t n) {
+    int64_t count = 0;
+    for (int64_t c = 0; c < n; c += (int64_t)1 << 24) {
+        int64_t e = n - c < ((int64_t)1 << 24) ? n : c + ((int64_t)1 << 24);
+        uint32_t part = 0;
+        for (int64_t j = c; j < e; j++) part += b[j] != 0;
+        count += part;
+    }
+    return count;
+}
+
 int64_t tn_kernel_count_nonzero(const tn_tensor *in) {
+    if (in->dtype == TN_DTYPE_BOOL && row_major(in)) return count_bytes(in->data, tn_tensor_numel(in));
     const tn_tensor *views[1] = {in};
     tn_walk w;
     tn_walk_init(&w, views, 1);
@@ -271,9 +300,67 @@ int64_t tn_kernel_count_nonzero(const tn_tensor *in) {
     return count;
 }
 
+/* The next row-major coordinate of a tensor of nd dimensions. */
+static inline void next_coord(int64_t *coord, const int64_t *sizes, int32_t nd) {
+    for (int32_t d = nd - 1; d >= 0; d--) {
+        if (++coord[d] < sizes[d]) return;
+        coord[d] = 0;
+    }
+}
+
+/* nonzero of a dense bool tensor: zero words of eight bytes are skipped whole; in other words,
+ * while eight more rows fit, every position's coordinates are written and kept when its byte
+ * is set (no branch on the data: a random mask mispredicts half of them). */
+static tn_status nonzero_dense_bool(const tn_tensor *out, const tn_tensor *in, int64_t numel) {
+    const uint8_t *b = in->data;
+    int64_t rows = out->sizes[0], found = 0, os0 = out->strides[0], os1 = out->ndim > 1 ? out->strides[1] : 0;
+    int32_t nd = in->ndim;
+    int64_t coord[TN_MAX_DIMS] = {0};
+    int64_t *o = (int64_t *)out->data;
+    for (int64_t p = 0; p < numel;) {
+        if ((p & 7) == 0 && p + 8 <= numel) {
+            uint64_t word;
+            memcpy(&word, b + p, 8);
+            if (word == 0) { /* the last coordinate moves on by eight, carrying rarely */
+                if (coord[nd - 1] + 8 < in->sizes[nd - 1])
+                    coord[nd - 1] += 8;
+                else
+                    for (int j = 0; j < 8; j++) next_coord(coord, in->sizes, nd);
+                p += 8;
+                continue;
+            }
+            if (nd == 1 && found + 8 <= rows) {
+                for (int j = 0; j < 8; j++, p++) {
+                    o[found * os0] = p;
+                    found += b[p] != 0;
+                }
+                coord[0] = p;
+                continue;
+            }
+            if (found + 8 <= rows) {
+                for (int j = 0; j < 8; j++, p++) {
+                    for (int32_t d = 0; d < nd; d++) o[found * os0 + d * os1] = coord[d];
+                    found += b[p] != 0;
+                    next_coord(coord, in->sizes, nd);
+                }
+                continue;
+            }
+        }
+        if (b[p]) {
+            if (found == rows) return TN_STATUS_INVALID_ARGUMENT;
+            for (int32_t d = 0; d < nd; d++) o[found * os0 + d * os1] = coord[d];
+            found++;
+        }
+        next_coord(coord, in->sizes, nd);
+        p++;
+    }
+    return found == rows ? TN_STATUS_OK : TN_STATUS_INVALID_ARGUMENT;
+}
+
 tn_status tn_kernel_nonzero(const tn_tensor *out, const tn_tensor *in) {
     int64_t numel = tn_tensor_numel(in), rows = out->sizes[0], found = 0;
     int32_t es = tn_dtype_size(in->dtype), nd = in->ndim;
+    if (in->dtype == TN_DTYPE_BOOL && row_major(in) && nd > 0) return nonzero_dense_bool(out, in, numel);
     int64_t coord[TN_MAX_DIMS] = {0}, off = 0;
     for (int64_t p = 0; p < numel; p++) {
         if (tn_is_nonzero((const char *)in->data + off * es, in->dtype)) {

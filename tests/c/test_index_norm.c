@@ -1,5 +1,6 @@
 /* index_select, where and layer norm kernels. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -254,6 +255,39 @@ void test_index_put_and_nonzero_kernels(void) {
           coords[2][0] == 2 && coords[2][1] == 0);
     co.sizes[0] = 2; /* fewer rows than non-zeros: refused */
     CHECK(tn_kernel_nonzero(&co, &mt) == TN_STATUS_INVALID_ARGUMENT);
+    /* dense masks of 8k + 5 bytes into outputs of exactly their count (ASan sees a write past
+     * the end): all set, one in three set, and a last word of seven set then one clear (its
+     * eighth position would be written past the end), in one and two dimensions; and too
+     * few rows */
+    enum { M = 8 * 40 + 5 };
+    uint8_t *dense = malloc(M);
+    for (int pattern = 0; pattern < 3; pattern++) {
+        int64_t want = 0;
+        for (int i = 0; i < M; i++)
+            want += dense[i] = pattern == 0 ? 1 : pattern == 1 ? i % 3 == 0 : i < 8 * 40 - 1;
+        for (int nd = 1; nd <= 2; nd++) {
+            tn_tensor dm = {.data = dense, .dtype = TN_DTYPE_BOOL, .ndim = nd};
+            dm.sizes[0] = nd == 1 ? M : 5;
+            dm.sizes[1] = M / 5;
+            dm.strides[0] = nd == 1 ? 1 : M / 5;
+            dm.strides[1] = 1;
+            CHECK(tn_kernel_count_nonzero(&dm) == want);
+            int64_t *pos = malloc(sizeof(int64_t) * (size_t)(want * nd));
+            tn_tensor po = {.data = pos, .dtype = TN_DTYPE_I64, .ndim = 2, .sizes = {want, nd}, .strides = {nd, 1}};
+            CHECK_OK(tn_kernel_nonzero(&po, &dm));
+            int ok = 1;
+            for (int64_t f = 0, i = 0; i < M; i++) {
+                if (!dense[i]) continue;
+                ok &= nd == 1 ? pos[f] == i : pos[2 * f] == i / (M / 5) && pos[2 * f + 1] == i % (M / 5);
+                f++;
+            }
+            CHECK(ok);
+            po.sizes[0] = want - 1;
+            CHECK(tn_kernel_nonzero(&po, &dm) == TN_STATUS_INVALID_ARGUMENT);
+            free(pos);
+        }
+    }
+    free(dense);
 }
 
 void test_gather_kernel(void) {
