@@ -63,6 +63,7 @@ int tn_test_failures;
     X(test_var_kernel)           \
     X(test_reduce_rows_every_isa) \
     X(test_reduce_paths)         \
+    X(test_quotient_rows_exact_every_isa) \
     X(test_histc_kernel)         \
     X(test_solve_triangular_kernel) \
     X(test_svd_kernel)           \

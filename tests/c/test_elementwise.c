@@ -127,6 +127,14 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
     }
     case TN_BINARY_GELU_BACKWARD:
         return a * (0.5 * erfc(-b * 0.7071067811865476) + b * exp(-0.5 * b * b) * 0.3989422804014327);
+    case TN_BINARY_DIV_FLOOR: { /* PyTorch's: from fmod, rounded to the nearest whole quotient */
+        if (b == 0) return a / b;
+        double m = fmod(a, b), d = (a - m) / b;
+        if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
+        double fd = floor(d);
+        if (d - fd > 0.5) fd += 1.0;
+        return d == 0 ? copysign(0.0, a / b) : fd;
+    }
     case TN_BINARY_POW: return pow(a, b);
     case TN_BINARY_FMOD: return fmod(a, b); /* exact */
     case TN_BINARY_REMAINDER: { /* fmod moved to the divisor's sign */
@@ -783,6 +791,52 @@ void test_adam_rows_every_isa(void) {
             }
             if (bad) fprintf(stderr, "  %s adam flags %d: %d differ\n", tn_isa_name((tn_isa)isa), flags, bad);
             CHECK(bad == 0);
+        }
+    }
+}
+
+/* fmod and remainder rows equal libm's fmod bit for bit on every ISA, floor division the
+ * generic path's formula: quotients near whole numbers (the division's rounding), near and
+ * past 2^29 (the libm fallback), signs, zeros and infinities. */
+void test_quotient_rows_exact_every_isa(void) {
+    enum { Q = 4096 };
+    static float a[Q], b[Q], out[Q];
+    uint32_t state = 777;
+    for (int i = 0; i < Q; i++) {
+        state = state * 1664525u + 1013904223u;
+        float y = ((float)(state >> 8) / 16777216.0f - 0.5f) * 7.0f;
+        state = state * 1664525u + 1013904223u;
+        float q = (float)(int)((state >> 8) % 100000) * ((state & 1) ? 1.0f : -1.0f);
+        float x = q * y; /* a multiple of y, rounded: the quotient sits at a whole number */
+        if (i % 5 == 1) x = nextafterf(x, INFINITY);
+        if (i % 5 == 2) x = ldexpf(y, 29 + i % 3); /* quotients of 2^29 and more */
+        if (i % 97 == 3) y = 0.0f;
+        if (i % 89 == 4) y = INFINITY;
+        if (i % 83 == 5) x = -0.0f;
+        a[i] = x;
+        b[i] = y == 0.0f && i % 2 ? -0.0f : y;
+    }
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        const tn_binary_op ops[3] = {TN_BINARY_FMOD, TN_BINARY_REMAINDER, TN_BINARY_DIV_FLOOR};
+        for (int oi = 0; oi < 3; oi++) {
+            CHECK(k->binary_f32(ops[oi], Q, out, 1, a, 1, b, 1, 1.0f));
+            int bad = 0;
+            for (int i = 0; i < Q; i++) {
+                double want = ref_binary(ops[oi], a[i], b[i], 1.0);
+                float w = (float)want;
+                if (ops[oi] == TN_BINARY_REMAINDER) { /* in float, as the CPU's kernel */
+                    float m = (float)fmod(a[i], b[i]);
+                    w = m != 0.0f && ((b[i] < 0.0f) != (m < 0.0f)) ? m + b[i] : m;
+                }
+                if (!(out[i] == w || (isnan(out[i]) && isnan(w))) || (w == 0.0f && signbit(out[i]) != signbit(w))) {
+                    if (!bad) fprintf(stderr, "  %s op %d i=%d a=%.9g b=%.9g got %.9g want %.9g\n", tn_isa_name((tn_isa)isa),
+                                      ops[oi], i, (double)a[i], (double)b[i], (double)out[i], (double)w);
+                    bad = 1;
+                }
+            }
+            CHECK(!bad);
         }
     }
 }
