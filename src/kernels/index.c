@@ -7,16 +7,6 @@
 #include "tn/index.h"
 #include "tn/kernels.h"
 
-/* A row-major dense tensor (dimensions of size 1 have any stride). */
-static int row_major(const tn_tensor *t) {
-    int64_t expect = 1;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
-        expect *= t->sizes[d];
-    }
-    return 1;
-}
-
 /* The view without dimension `dim`, starting at slice `i` of it. */
 static tn_tensor drop_dim(const tn_tensor *t, int32_t dim, int64_t i) {
     tn_tensor v = *t;
@@ -231,7 +221,7 @@ tn_status tn_kernel_gather_nd(const tn_tensor *out, const tn_tensor *self, int32
     tn_slice(count, ith, nth, &first, &last);
     /* dense slices of one dtype (x[mask] picks single elements): a memcpy each, not a copy
      * kernel over a view */
-    int64_t row = out->dtype == self->dtype && row_major(&src) && row_major(&dst) ? tn_tensor_numel(&src) : -1;
+    int64_t row = out->dtype == self->dtype && tn_row_major(&src) && tn_row_major(&dst) ? tn_tensor_numel(&src) : -1;
     for (int64_t p = first; p < last; p++) {
         int64_t off_self, coord[TN_MAX_DIMS];
         if (!nd_offsets(self, k, indices, p, &off_self, coord)) {
@@ -287,7 +277,7 @@ static int64_t count_bytes(const uint8_t *b, int64_t n) {
 }
 
 int64_t tn_kernel_count_nonzero(const tn_tensor *in) {
-    if (in->dtype == TN_DTYPE_BOOL && row_major(in)) return count_bytes(in->data, tn_tensor_numel(in));
+    if (in->dtype == TN_DTYPE_BOOL && tn_row_major(in)) return count_bytes(in->data, tn_tensor_numel(in));
     const tn_tensor *views[1] = {in};
     tn_walk w;
     tn_walk_init(&w, views, 1);
@@ -360,7 +350,7 @@ static tn_status nonzero_dense_bool(const tn_tensor *out, const tn_tensor *in, i
 tn_status tn_kernel_nonzero(const tn_tensor *out, const tn_tensor *in) {
     int64_t numel = tn_tensor_numel(in), rows = out->sizes[0], found = 0;
     int32_t es = tn_dtype_size(in->dtype), nd = in->ndim;
-    if (in->dtype == TN_DTYPE_BOOL && row_major(in) && nd > 0) return nonzero_dense_bool(out, in, numel);
+    if (in->dtype == TN_DTYPE_BOOL && tn_row_major(in) && nd > 0) return nonzero_dense_bool(out, in, numel);
     int64_t coord[TN_MAX_DIMS] = {0}, off = 0;
     for (int64_t p = 0; p < numel; p++) {
         if (tn_is_nonzero((const char *)in->data + off * es, in->dtype)) {

@@ -37,16 +37,6 @@ static double draw(uint64_t seed, uint64_t offset, int64_t i, int normal, double
     return a + b * radius * ((lane & 1) ? sin(angle) : cos(angle));
 }
 
-/* Elements in logical order one after the other (dimensions of size 1 have any stride). */
-static int row_major(const tn_tensor *t) {
-    int64_t expect = 1;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
-        expect *= t->sizes[d];
-    }
-    return 1;
-}
-
 static void fill_random(const tn_tensor *dst, uint64_t seed, uint64_t offset, int normal,
                         double a, double b, int32_t ith, int32_t nth) {
     /* Elements are numbered in logical (row-major) order, so a draw does not depend on the
@@ -57,7 +47,7 @@ static void fill_random(const tn_tensor *dst, uint64_t seed, uint64_t offset, in
     if (dst->dtype == TN_DTYPE_F32 || dst->dtype == TN_DTYPE_BF16 || dst->dtype == TN_DTYPE_F16) {
         enum { N = 4 * TN_PHILOX_LANES };
         const tn_kernel_table *k = tn_kernels();
-        int contiguous = row_major(dst);
+        int contiguous = tn_row_major(dst);
         float v[N];
         for (int64_t base = first / 4 * 4; base < last; base += N) {
             k->draw_floats(seed, offset, base, normal, a, b, v);

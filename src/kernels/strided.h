@@ -95,4 +95,15 @@ static inline void tn_walk_slice(const tn_walk *w, int32_t ith, int32_t nth, int
     }
 }
 
+/* A tensor whose elements lie one after the other in row-major order (dimensions of size 1
+ * may have any stride). */
+static inline int tn_row_major(const tn_tensor *t) {
+    int64_t expect = 1;
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+        if (t->sizes[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->sizes[d];
+    }
+    return 1;
+}
+
 #endif
