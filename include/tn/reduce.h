@@ -58,6 +58,17 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
                              const tn_tensor *in, double scale, int64_t o,
                              const tn_reduce_part *parts, int32_t nparts);
 
+/* A sum (or 2-norm) over outer dimensions (x.sum(0)) split by reduced rows instead of by
+ * outputs, so that each thread reads whole rows: tn_kernel_reduce_columns_part writes slice
+ * ith of nth of the reduced positions' sums (of squares) of every output into partial[o]
+ * (nout doubles, outputs numbered as for tn_kernel_reduce_part) and returns 0 where it does
+ * not apply (then nothing is written; partial NULL asks only that); tn_kernel_reduce_columns_finish adds the nparts
+ * partial rows, nout apart, and stores the outputs. */
+int tn_kernel_reduce_columns_part(tn_reduce_op op, const tn_tensor *out, const tn_tensor *in, int32_t ith,
+                                  int32_t nth, double *partial);
+void tn_kernel_reduce_columns_finish(tn_reduce_op op, const tn_tensor *out, const tn_tensor *in,
+                                     double scale, const double *partials, int32_t nparts);
+
 /* Variance over the reduced dimensions of `var` (stride 0 there, as for tn_reduce_async):
  * sum((x - mean)^2) / max(0, N - correction), in double from blocks' means and deviations; its square
  * root with take_sqrt. `mean`: NULL, or a float view shaped like var that receives the mean. */

@@ -357,14 +357,21 @@ static void flush(int64_t n, double *d, float *f) {
  * of walking each output's strided elements. Sums fold blocks of up to 16 rows in float, add
  * 16 such blocks in float, then in double (a cascade: each float sum has at most 16 terms).
  * Returns 0 (nothing done) where it does not apply. */
+static int columns_apply(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx,
+                         const tn_tensor *in) {
+    return (op == TN_REDUCE_SUM || op == TN_REDUCE_NORM2 || op == TN_REDUCE_MAX || op == TN_REDUCE_MIN) && !idx &&
+           (in->dtype == TN_DTYPE_F32 || is_half(in->dtype)) && tn_dtype_is_float(out->dtype) && s->nkept > 0 &&
+           s->nred > 0 && s->kept_in[s->nkept - 1] == 1 && s->nreduce > 0;
+}
+
+/* Outputs [first, last) over the reduced positions [rlo, rhi) (numbered outer dimensions
+ * first, the innermost reduced dimension last). With `partial` (sums only), each output's
+ * sum (of squares) goes to partial[o] instead of the output. */
 static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in,
-                   double scale, int64_t first, int64_t last) {
+                   double scale, int64_t first, int64_t last, int64_t rlo, int64_t rhi, double *partial) {
     tn_fold_op f = op == TN_REDUCE_SUM ? TN_FOLD_SUM : op == TN_REDUCE_NORM2 ? TN_FOLD_SUM_SQUARES
                  : op == TN_REDUCE_MAX ? TN_FOLD_MAX : TN_FOLD_MIN;
-    if ((op != TN_REDUCE_SUM && op != TN_REDUCE_NORM2 && op != TN_REDUCE_MAX && op != TN_REDUCE_MIN) || idx ||
-        (in->dtype != TN_DTYPE_F32 && !is_half(in->dtype)) || !tn_dtype_is_float(out->dtype) || s->nkept == 0 ||
-        s->nred == 0 || s->kept_in[s->nkept - 1] != 1 || s->nreduce == 0)
-        return 0;
+    if (!columns_apply(op, s, out, idx, in)) return 0;
     const tn_kernel_table *k = tn_kernels();
     const int sums = f == TN_FOLD_SUM || f == TN_FOLD_SUM_SQUARES;
     const int64_t width = s->kept_sizes[s->nkept - 1], out_step = s->kept_out[s->nkept - 1];
@@ -384,11 +391,13 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
             memset(facc2, 0, sizeof(float) * (size_t)n);
         }
         /* the outer reduced dimensions one position at a time, the innermost in blocks */
-        for (int64_t outer = 0; outer < s->nreduce / inner; outer++) {
+        for (int64_t outer = rlo / inner; outer * inner < rhi; outer++) {
             int64_t offset = row_base(s, 0, outer);
-            for (int64_t r = 0, b; r < inner; r += b) {
+            int64_t r0 = outer * inner < rlo ? rlo - outer * inner : 0;
+            int64_t r1 = (outer + 1) * inner > rhi ? rhi - outer * inner : inner;
+            for (int64_t r = r0, b; r < r1; r += b) {
                 const char *x = base + (offset + r * inner_stride) * ies;
-                b = inner - r < FLOAT_ROWS ? inner - r : FLOAT_ROWS;
+                b = r1 - r < FLOAT_ROWS ? r1 - r : FLOAT_ROWS;
                 if (sums) { /* a cascade: 16 rows in facc, 16 of those in facc2, then double */
                     memset(facc, 0, sizeof(float) * (size_t)n);
                     fold_block(k, f, in->dtype, n, b, x, inner_stride, tmp, facc);
@@ -407,6 +416,10 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
             }
         }
         if (sums) flush(n, dacc, facc2);
+        if (partial) {
+            memcpy(partial + o, dacc, sizeof(double) * (size_t)n);
+            continue;
+        }
         for (int64_t c = 0; c < n; c++) {
             double v = f == TN_FOLD_SUM ? dacc[c] * scale : f == TN_FOLD_SUM_SQUARES ? sqrt(dacc[c]) : facc[c];
             tn_store((char *)out->data + (off_out + c * out_step) * oes, out->dtype, (tn_value){v, 0, 0, 0});
@@ -442,7 +455,7 @@ void tn_kernel_reduce(tn_reduce_op op, const tn_tensor *out, const tn_tensor *id
         }
         return;
     }
-    if (columns(op, &s, out, idx, in, scale, first, last)) return;
+    if (columns(op, &s, out, idx, in, scale, first, last, 0, s.nreduce, NULL)) return;
     if ((op == TN_REDUCE_ANY || op == TN_REDUCE_ALL) && in->dtype == TN_DTYPE_BOOL && out->dtype == TN_DTYPE_BOOL &&
         !idx && s.nkept <= 1 && (s.nred == 0 || (s.nred == 1 && s.red_in[0] == 1))) {
         /* any/all of boolean rows (masks, isin): bytes, no per-element dispatch */
@@ -491,6 +504,36 @@ void tn_kernel_reduce_finish(tn_reduce_op op, const tn_tensor *out, const tn_ten
     int64_t off_out, off_idx, off_in;
     output_offsets(&s, o, &off_out, &off_idx, &off_in);
     store_result(op, out, idx, &s, off_out, off_idx, &a, scale);
+}
+
+int tn_kernel_reduce_columns_part(tn_reduce_op op, const tn_tensor *out, const tn_tensor *in, int32_t ith,
+                                  int32_t nth, double *partial) {
+    split s;
+    split_dims(&s, out, NULL, in);
+    if ((op != TN_REDUCE_SUM && op != TN_REDUCE_NORM2) || !columns_apply(op, &s, out, NULL, in)) return 0;
+    if (!partial) return 1; /* the question only */
+    int64_t rlo, rhi;
+    tn_slice(s.nreduce, ith, nth, &rlo, &rhi);
+    if (rlo == rhi) { /* no rows for this thread: zeros */
+        memset(partial, 0, sizeof(double) * (size_t)s.nout);
+        return 1;
+    }
+    return columns(op, &s, out, NULL, in, 1.0, 0, s.nout, rlo, rhi, partial);
+}
+
+void tn_kernel_reduce_columns_finish(tn_reduce_op op, const tn_tensor *out, const tn_tensor *in, double scale,
+                                     const double *partials, int32_t nparts) {
+    split s;
+    split_dims(&s, out, NULL, in);
+    int32_t oes = tn_dtype_size(out->dtype);
+    for (int64_t o = 0; o < s.nout; o++) {
+        double v = 0;
+        for (int32_t t = 0; t < nparts; t++) v += partials[(int64_t)t * s.nout + o];
+        v = op == TN_REDUCE_NORM2 ? sqrt(v) : v * scale;
+        int64_t off_out, off_idx, off_in;
+        output_offsets(&s, o, &off_out, &off_idx, &off_in);
+        tn_store((char *)out->data + off_out * oes, out->dtype, (tn_value){v, 0, 0, 0});
+    }
 }
 
 /* Chan's combination of two sets' moments: the count, the mean and the sum of squared

@@ -35,12 +35,46 @@ static void part_slice(void *p, int32_t ith, int32_t nth) {
     if (ith == 0) t->nth = nth;
 }
 
+typedef struct columns_task {
+    const reduce_task *r;
+    int64_t outputs;
+    int32_t nth;
+    double partials[]; /* a row of `outputs` per thread */
+} columns_task;
+
+static void columns_slice(void *p, int32_t ith, int32_t nth) {
+    columns_task *t = p;
+    tn_kernel_reduce_columns_part(t->r->op, &t->r->out, &t->r->in, ith, nth, t->partials + ith * t->outputs);
+    if (ith == 0) t->nth = nth;
+}
+
+/* Sums over outer dimensions (x.sum(0), a bias's gradient) with enough rows: the threads split
+ * the rows, so each reads whole rows (split by outputs, each thread read half of every row,
+ * a run the hardware prefetcher hardly follows: 1000 x 1000 took 1.8x the CPU's time), into a
+ * partial row of sums added at the end. Returns 0 where it does not apply. */
+static int run_columns(reduce_task *t, int64_t outputs, int64_t numel) {
+    int32_t threads = tn_parallel_threads();
+    if (t->has_idx || threads < 2 || outputs > ((int64_t)1 << 16) || numel / outputs < 64 * (int64_t)threads ||
+        numel < 2 * TN_PARALLEL_GRAIN || !tn_kernel_reduce_columns_part(t->op, &t->out, &t->in, 0, 1, NULL))
+        return 0;
+    columns_task *ct = malloc(sizeof *ct + sizeof(double) * (size_t)(threads * outputs));
+    if (!ct) return 0; /* the split by outputs needs no memory */
+    ct->r = t;
+    ct->outputs = outputs;
+    ct->nth = 1;
+    tn_parallel_run(columns_slice, ct, numel);
+    tn_kernel_reduce_columns_finish(t->op, &t->out, &t->in, t->scale, ct->partials, ct->nth);
+    free(ct);
+    return 1;
+}
+
 static tn_status run_reduce(void *p) {
     reduce_task *t = p;
     int64_t outputs = 1;
     for (int32_t d = 0; d < t->out.ndim; d++)
         if (t->out.strides[d] != 0 || t->out.sizes[d] == 0) outputs *= t->out.sizes[d];
     int64_t numel = tn_tensor_numel(&t->in);
+    if (outputs > 0 && run_columns(t, outputs, numel)) return TN_STATUS_OK;
     if (outputs >= tn_parallel_threads() || numel < 2 * TN_PARALLEL_GRAIN) {
         tn_parallel_run(reduce_slice, t, numel); /* a slice of the outputs each */
         return TN_STATUS_OK;

@@ -225,6 +225,22 @@ void test_reduce_paths(void) {
             CHECK(fabs(col[c] - want) <= 1e-5 * fabs(want) + 1e-5);
         }
     }
+    /* the same sums and norms split by rows into three partial rows (the runtime's split for
+     * outer-dimension sums), the first part ending inside the rows */
+    for (int oi = 0; oi < 2; oi++) {
+        static double partial[3 * C];
+        for (int k = 0; k < 3; k++) CHECK(tn_kernel_reduce_columns_part(ops[oi], &ocol, &in, k, 3, partial + k * C));
+        tn_kernel_reduce_columns_finish(ops[oi], &ocol, &in, oi == 0 ? 0.5 : 1.0, partial, 3);
+        int good = 1;
+        for (int c = 0; c < C; c++) {
+            double s = 0, q = 0;
+            for (int r = 0; r < R; r++) s += x[r][c], q += (double)x[r][c] * x[r][c];
+            double want = oi == 0 ? 0.5 * s : sqrt(q);
+            good &= fabs(col[c] - want) <= 1e-5 * fabs(want) + 1e-5;
+        }
+        CHECK(good);
+    }
+    CHECK(!tn_kernel_reduce_columns_part(TN_REDUCE_MAX, &ocol, &in, 0, 1, NULL)); /* sums only */
     /* argmax over dim 0 keeps the first of the tie */
     int64_t arg[C];
     tn_tensor oarg = t2(arg, TN_DTYPE_I64, R, C, 0, 1);
