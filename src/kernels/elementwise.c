@@ -13,6 +13,7 @@
 #include "table.h"
 #include "tn/elementwise.h"
 #include "half.h"
+#include "math_f32.h"
 #include "nontemporal.h"
 #include "tn/kernels.h"
 #include "typed_rows.h"
@@ -138,14 +139,7 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_MUL: return a * b;
     case TN_BINARY_DIV: return a / b;
     case TN_BINARY_DIV_TRUNC: return trunc(a / b);
-    case TN_BINARY_DIV_FLOOR: {
-        if (b == 0) return a / b;
-        double m = fmod(a, b), d = (a - m) / b;
-        if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
-        double fd = floor(d);
-        if (d - fd > 0.5) fd += 1.0;
-        return d == 0 ? copysign(0.0, a / b) : fd;
-    }
+    case TN_BINARY_DIV_FLOOR: return b == 0 ? a / b : tn_div_floor(a, b, fmod(a, b));
     case TN_BINARY_MAXIMUM: return (a != a || b != b) ? a + b : (a > b ? a : b);
     case TN_BINARY_MINIMUM: return (a != a || b != b) ? a + b : (a < b ? a : b);
     case TN_BINARY_CLAMP: {

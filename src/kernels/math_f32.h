@@ -149,4 +149,14 @@ static inline float tn_sin_cosf(float x, int cosine) {
     return !cosine && x == 0.0f ? x : v; /* sin(-0) = -0 */
 }
 
+/* PyTorch's floor division of a by b (b nonzero) from m = fmod(a, b) (exact), in double: the
+ * elementwise kernels' generic path and their float32 rows share it. */
+static inline double tn_div_floor(double a, double b, double m) {
+    double d = (a - m) / b;
+    d = m != 0 && ((b < 0) != (m < 0)) ? d - 1.0 : d;
+    double fd = __builtin_floor(d);
+    fd = d - fd > 0.5 ? fd + 1.0 : fd;
+    return d == 0 ? __builtin_copysign(0.0, a / b) : fd;
+}
+
 #endif

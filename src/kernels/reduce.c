@@ -351,12 +351,8 @@ static void flush(int64_t n, double *d, float *f) {
     memset(f, 0, sizeof(float) * (size_t)n);
 }
 
-/* A reduction over outer dimensions of float32, bfloat16 or float16 (x.sum(0), a bias's
- * gradient, a norm over dim 0): the kept dimension with input stride 1 runs along rows of
- * outputs, so a block of up to COLUMNS outputs folds whole input rows (fold_rows_f32) instead
- * of walking each output's strided elements. Sums fold blocks of up to 16 rows in float, add
- * 16 such blocks in float, then in double (a cascade: each float sum has at most 16 terms).
- * Returns 0 (nothing done) where it does not apply. */
+/* Whether columns() applies: sums, norms, max and min without positions over outer
+ * dimensions of float32, bfloat16 or float16 whose innermost kept dimension has input stride 1. */
 static int columns_apply(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx,
                          const tn_tensor *in) {
     return (op == TN_REDUCE_SUM || op == TN_REDUCE_NORM2 || op == TN_REDUCE_MAX || op == TN_REDUCE_MIN) && !idx &&
@@ -364,9 +360,14 @@ static int columns_apply(tn_reduce_op op, const split *s, const tn_tensor *out, 
            s->nred > 0 && s->kept_in[s->nkept - 1] == 1 && s->nreduce > 0;
 }
 
-/* Outputs [first, last) over the reduced positions [rlo, rhi) (numbered outer dimensions
- * first, the innermost reduced dimension last). With `partial` (sums only), each output's
- * sum (of squares) goes to partial[o] instead of the output. */
+/* A reduction over outer dimensions (x.sum(0), a bias's gradient, a norm over dim 0): the kept
+ * dimension with input stride 1 runs along rows of outputs, so a block of up to COLUMNS outputs
+ * folds whole input rows (fold_rows_f32) instead of walking each output's strided elements.
+ * Sums fold blocks of up to 16 rows in float, add 16 such blocks in float, then in double (a
+ * cascade: each float sum has at most 16 terms). Outputs [first, last) over the reduced
+ * positions [rlo, rhi) (numbered outer dimensions first, the innermost reduced dimension last);
+ * with `partial` (sums only), each output's sum (of squares) goes to partial[o] instead of the
+ * output. Returns 0 (nothing done) where it does not apply. */
 static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx, const tn_tensor *in,
                    double scale, int64_t first, int64_t last, int64_t rlo, int64_t rhi, double *partial) {
     tn_fold_op f = op == TN_REDUCE_SUM ? TN_FOLD_SUM : op == TN_REDUCE_NORM2 ? TN_FOLD_SUM_SQUARES

@@ -72,15 +72,6 @@ static inline double tn_fmod_exact(double a, double b) {
     return r == 0 ? __builtin_copysign(0.0, a) : r; /* a zero result has a's sign */
 }
 
-/* PyTorch's floor division from an exact fmod, in double as the generic path computes it. */
-static inline double tn_div_floor(double a, double b, double m) {
-    double d = (a - m) / b;
-    d = m != 0 && ((b < 0) != (m < 0)) ? d - 1.0 : d;
-    double fd = __builtin_floor(d);
-    fd = d - fd > 0.5 ? fd + 1.0 : fd;
-    return d == 0 ? __builtin_copysign(0.0, a / b) : fd;
-}
-
 /* One element of the quotient family from the exact fmod r of x by y. */
 static inline float quotient_of(tn_binary_op op, double x, double y, double r) {
     float rf = (float)r, yf = (float)y;
@@ -191,41 +182,32 @@ static inline float f_sin(float x) { return tn_sin_cosf(x, 0); }
 static inline float f_cos(float x) { return tn_sin_cosf(x, 1); }
 
 /* sin or cos of a row in chunks: the vector reduction covers |x| <= 8192, and the rare larger
- * arguments are redone in double from the chunk's copy of the input (so o may be x). */
+ * arguments (found by a vector test first: the loop with the call is scalar) are redone in
+ * double from the chunk's input. A contiguous row apart from its output is read and written in
+ * place; otherwise the chunk is copied in and out (so o may be x). */
 static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
-    if (os == 1 && xs == 1 && (o + n <= x || x + n <= o)) { /* apart: no copies */
-        for (int64_t c = 0; c < n; c += 256) {
-            int64_t m = n - c < 256 ? n - c : 256;
-            const float *in = x + c;
-            float *out = o + c;
-            if (cosine)
-                for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
-            else
-                for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
-            int big = 0;
-            for (int64_t i = 0; i < m; i++) big |= fabsf(in[i]) > 8192.0f;
-            if (big)
-                for (int64_t i = 0; i < m; i++)
-                    if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
-        }
-        return;
-    }
-    float in[256], out[256];
+    const int direct = os == 1 && xs == 1 && (o + n <= x || x + n <= o);
+    float inbuf[256], outbuf[256];
     for (int64_t c = 0; c < n; c += 256) {
         int64_t m = n - c < 256 ? n - c : 256;
-        for (int64_t i = 0; i < m; i++) in[i] = x[(c + i) * xs];
+        const float *in = direct ? x + c : inbuf;
+        float *out = direct ? o + c : outbuf;
+        if (!direct)
+            for (int64_t i = 0; i < m; i++) inbuf[i] = x[(c + i) * xs];
         if (cosine)
             for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
         else
             for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
-        int big = 0; /* (a vector test first: the loop with the call is scalar) */
+        int big = 0;
         for (int64_t i = 0; i < m; i++) big |= fabsf(in[i]) > 8192.0f;
         if (big)
             for (int64_t i = 0; i < m; i++)
                 if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
-        for (int64_t i = 0; i < m; i++) o[(c + i) * os] = out[i];
+        if (!direct)
+            for (int64_t i = 0; i < m; i++) o[(c + i) * os] = outbuf[i];
     }
 }
+
 static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 static inline float f_floor(float x) { return floorf(x); }
 static inline float f_ceil(float x) { return ceilf(x); }

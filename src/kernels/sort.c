@@ -148,17 +148,11 @@ void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_
         const char *x = (const char *)in->data + tn_row_offset(in, r, 1) * ies;
         if (k < n / 2) {
             select_first(items, tmp, x, n, is, in->dtype, k, descending);
-        } else if (n >= 256 && n < ((int64_t)1 << 32) && values->dtype == in->dtype &&
+        } else if (n >= 256 && n < ((int64_t)1 << 32) &&
                    (in->dtype == TN_DTYPE_F32 || in->dtype == TN_DTYPE_BF16 || in->dtype == TN_DTYPE_F16)) {
-            uint32_t *keys = scratch, *pos = keys + 2 * n; /* 16 n bytes of the 32 n */
+            uint32_t *keys = (uint32_t *)(void *)tmp, *pos = keys + 2 * n; /* the merge's half of the scratch */
             const uint32_t *sorted = radix_sort(x, n, is, in->dtype, descending, keys, pos);
-            char *vo = (char *)values->data + tn_row_offset(values, r, 1) * ves;
-            int64_t *io = (int64_t *)indices->data + tn_row_offset(indices, r, 1);
-            for (int64_t i = 0; i < k; i++) { /* (items share the scratch: written from here) */
-                memcpy(vo + i * vs * ves, x + sorted[i] * is * ies, (size_t)ies);
-                io[i * xs] = sorted[i];
-            }
-            continue;
+            for (int64_t i = 0; i < k; i++) items[i].pos = sorted[i];
         } else {
             for (int64_t i = 0; i < n; i++) items[i] = (item){fetch(x, i, is, in->dtype), i};
             merge_sort(items, tmp, n, descending);
@@ -166,9 +160,13 @@ void tn_kernel_sort(const tn_tensor *values, const tn_tensor *indices, const tn_
         char *vo = (char *)values->data + tn_row_offset(values, r, 1) * ves;
         int64_t *io = (int64_t *)indices->data + tn_row_offset(indices, r, 1);
         for (int64_t i = 0; i < k; i++) {
-            /* integers are re-read from the input: a double may not hold an int64 exactly */
-            tn_value v = tn_load(x + items[i].pos * is * ies, in->dtype);
-            tn_store(vo + i * vs * ves, values->dtype, v);
+            /* values are re-read from the input (a double may not hold an int64 exactly):
+             * copied as they are when the dtypes match */
+            const char *src = x + items[i].pos * is * ies;
+            if (values->dtype == in->dtype)
+                memcpy(vo + i * vs * ves, src, (size_t)ies);
+            else
+                tn_store(vo + i * vs * ves, values->dtype, tn_load(src, in->dtype));
             io[i * xs] = items[i].pos;
         }
     }
