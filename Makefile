@@ -4,7 +4,8 @@
 #   make            build/libtn.a
 #   make test-c     build and run tests/c under ASan + UBSan
 #   make check-headers   every public header compiles alone as C11 -pedantic -Werror
-#   make check-kernel-loops   no GEMM micro-kernel's FMA loop goes through the stack
+#   make check-kernel-loops   no GEMM micro-kernel's FMA loop goes through the stack, and no
+#                             element function of the row kernels is left out of line
 #
 # ISA-specific flags go on individual kernel files (ISA_FLAGS_* below), never globally (no
 # -march=native): the library runs on any x86-64 machine and picks its variant at run time.
@@ -113,8 +114,10 @@ check-headers:
 # The release build's micro-kernels: their FMA loops keep every value in registers (GCC can
 # spill accumulators without a warning; see docs/kernels.md).
 UKERNEL_OBJS := $(ISAS:%=build/rel/src/kernels/gemm_ukernel_%.o) $(BF16_ONLY:%=build/rel/src/kernels/%_avx512bf16.o)
-check-kernel-loops: $(UKERNEL_OBJS)
-	python3 scripts/check_kernel_loops.py $^
+ROW_OBJS := $(foreach f,rows random_rows reduce_rows attention attention_backward,$(ISAS:%=build/rel/src/kernels/$(f)_%.o))
+check-kernel-loops: $(UKERNEL_OBJS) $(ROW_OBJS)
+	python3 scripts/check_kernel_loops.py $(UKERNEL_OBJS)
+	python3 scripts/check_inlined_rows.py src/kernels/math_f32.h src/kernels/rows_f32.h -- $(ROW_OBJS)
 
 clean:
 	rm -rf build/rel build/san build/gen build/libtn.a

@@ -165,7 +165,7 @@ DIRECT_UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin"
 def test_functional_and_inplace_forms_are_registered_directly():
     # The composite forms would run a meta function and dispatch again (docs/kernels.md).
     ops = ["add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor", "mul.Tensor", "mul_.Tensor",
-           "div.Tensor", "div_.Tensor", "silu", "silu_", "gelu", "gelu_", "sum", "sum.dim_IntList",
+           "div.Tensor", "div_.Tensor", "silu", "silu_", "silu_backward", "gelu", "gelu_", "sum", "sum.dim_IntList",
            "cat", "mean", "mean.dim", "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "lt.Tensor",
            "lt.Scalar", "le.Tensor", "le.Scalar", "gt.Tensor", "gt.Scalar", "ge.Tensor",
            "ge.Scalar"] + DIRECT_UNARY + [u + "_" for u in DIRECT_UNARY]
@@ -302,6 +302,20 @@ def test_activation_gradients_match_cpu():
             fn(t).backward(weights.to(dev))
             grads.append(t.grad.cpu())
         torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-4)
+
+
+def test_activation_second_derivatives_match_cpu():
+    """silu_backward runs as one native op (not PyTorch's composite), and autograd still
+    differentiates it: the second derivatives of silu and gelu as on the CPU."""
+    x = make((8, 12), torch.float32, 3, low=-4, high=4)
+    for fn in (torch.nn.functional.silu, torch.nn.functional.gelu):
+        results = []
+        for dev in ("cpu", "neuron"):
+            t = x.detach().to(dev).requires_grad_()
+            (g,) = torch.autograd.grad(fn(t).sum(), t, create_graph=True)
+            (gg,) = torch.autograd.grad((g * g).sum(), t)
+            results.append((g.detach().cpu(), gg.cpu()))
+        torch.testing.assert_close(results[1], results[0], rtol=1e-5, atol=1e-4)
 
 
 def test_pow():

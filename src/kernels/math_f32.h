@@ -9,6 +9,12 @@
 
 #include "half.h"
 
+/* Every function here and every element function of the row kernels is inlined into its loop,
+ * whatever the compiler's size heuristics say: one left out of line is a call per element and
+ * a loop that does not vectorize (the exact GELU's backward had run 12 times slower that way).
+ * `make check-kernel-loops` checks the row objects for out-of-line copies. */
+#define TN_INLINE static inline __attribute__((always_inline))
+
 /* a * b + c, fused where the ISA has FMA (ISO C does not contract a * b + c by itself). */
 #ifdef __FMA__
 #define TN_FMA(a, b, c) __builtin_fmaf(a, b, c)
@@ -22,7 +28,7 @@
  * conversion. Outside [-87.34, 88.72] (and for NaN) those bits are garbage, and the two
  * selects at the end replace the result: 0 below (results that would be subnormal flush to
  * zero), x + inf above (inf, and NaN stays NaN). */
-static inline float tn_expf(float x) {
+TN_INLINE float tn_expf(float x) {
     float t = TN_FMA(x, 1.44269504f, 12582912.0f);
     float n = t - 12582912.0f;
     float r = TN_FMA(n, -0.693359375f, x);
@@ -43,10 +49,10 @@ static inline float tn_expf(float x) {
     return x <= 88.72283f ? y : x + INFINITY;
 }
 
-static inline float tn_sigmoidf(float x) { return 1.0f / (1.0f + tn_expf(-x)); }
+TN_INLINE float tn_sigmoidf(float x) { return 1.0f / (1.0f + tn_expf(-x)); }
 
 /* tanh: odd polynomial near 0 (no cancellation), 1 - 2/(e^2|x| + 1) elsewhere. */
-static inline float tn_tanhf(float x) {
+TN_INLINE float tn_tanhf(float x) {
     float ax = fabsf(x);
     float z = x * x;
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
@@ -59,7 +65,7 @@ static inline float tn_tanhf(float x) {
 /* 0.5 x (1 + tanh(u)) written as x / (1 + e^(-2u)), the same value (1 + tanh(u) = 2 / (1 +
  * e^(-2u))): one exponential and one division, and no cancellation in 1 + tanh(u) for x < 0.
  * Most of the error is the float rounding of u, which CPU kernels share. */
-static inline float tn_gelu_tanhf(float x) {
+TN_INLINE float tn_gelu_tanhf(float x) {
     float u = 0.7978845608028654f * TN_FMA(0.044715f * x, x * x, x);
     return x / (1.0f + tn_expf(-2.0f * u));
 }
@@ -70,7 +76,7 @@ static inline float tn_gelu_tanhf(float x) {
  * least-squares fits on Chebyshev nodes made for this kernel; in float32 the result is within
  * 2e-7 (|z| < 1) and 1e-6 (the tail, the rounding of z^2 in e^(-z^2)) of the exact value,
  * relative. Past |z| = 4, erfc is below 2e-8: 0 and 1. */
-static inline float tn_normal_cdff(float x) {
+TN_INLINE float tn_normal_cdff(float x) {
     float z = x * 0.70710678118654752f, az = fabsf(z), u = z * z;
     float p = 7.882497448008507e-05f;
     p = TN_FMA(p, u, -8.018855005502701e-04f);
@@ -99,7 +105,7 @@ static inline float tn_normal_cdff(float x) {
  * as f - f^2/2 + f^3 P(f) (P of degree 8, the classic minimax coefficients for this range), and
  * e ln 2 in two parts so that it adds exactly. Subnormal inputs are scaled by 2^23 first; 0
  * gives -inf, negatives NaN, inf and NaN themselves. */
-static inline float tn_logf(float x) {
+TN_INLINE float tn_logf(float x) {
     int sub = x < 1.17549435e-38f;
     float xs = sub ? x * 8388608.0f : x;
     uint32_t bits = tn_f32_bits(xs);
@@ -132,7 +138,7 @@ static inline float tn_logf(float x) {
  * n times them is exact for |n| < 2^13), n = rint(2x / pi) from the 1.5 * 2^23 addition as in
  * tn_expf (its low bits are n mod 4), then odd and even polynomials on r (the classic minimax
  * coefficients). Accurate for |x| <= 8192; callers redo larger arguments in double. */
-static inline float tn_sin_cosf(float x, int cosine) {
+TN_INLINE float tn_sin_cosf(float x, int cosine) {
     float t = TN_FMA(x, 0.63661977236758134f, 12582912.0f);
     float n = t - 12582912.0f;
     int32_t q = (int32_t)tn_f32_bits(t) + cosine;
@@ -151,7 +157,7 @@ static inline float tn_sin_cosf(float x, int cosine) {
 
 /* PyTorch's floor division of a by b (b nonzero) from m = fmod(a, b) (exact), in double: the
  * elementwise kernels' generic path and their float32 rows share it. */
-static inline double tn_div_floor(double a, double b, double m) {
+TN_INLINE double tn_div_floor(double a, double b, double m) {
     double d = (a - m) / b;
     d = m != 0 && ((b < 0) != (m < 0)) ? d - 1.0 : d;
     double fd = __builtin_floor(d);

@@ -14,7 +14,7 @@
 typedef float (*tn_f32_binary_fn)(float a, float b, float alpha);
 typedef float (*tn_f32_unary_fn)(float x);
 
-static inline void row2(tn_f32_binary_fn f, int64_t n, float *restrict o, int64_t os,
+TN_INLINE void row2(tn_f32_binary_fn f, int64_t n, float *restrict o, int64_t os,
                         const float *a, int64_t as, const float *b, int64_t bs, float alpha) {
     if (os == 1 && as == 1 && bs == 1) {
         for (int64_t i = 0; i < n; i++) o[i] = f(a[i], b[i], alpha);
@@ -29,7 +29,7 @@ static inline void row2(tn_f32_binary_fn f, int64_t n, float *restrict o, int64_
     }
 }
 
-static inline void row1(tn_f32_unary_fn f, int64_t n, float *restrict o, int64_t os,
+TN_INLINE void row1(tn_f32_unary_fn f, int64_t n, float *restrict o, int64_t os,
                         const float *x, int64_t xs) {
     if (os == 1 && xs == 1) {
         for (int64_t i = 0; i < n; i++) o[i] = f(x[i]);
@@ -39,21 +39,21 @@ static inline void row1(tn_f32_unary_fn f, int64_t n, float *restrict o, int64_t
 }
 
 /* alpha * b + a in one rounding, as PyTorch's CPU kernels compute it */
-static inline float f_add(float a, float b, float al) { return TN_FMA(al, b, a); }
-static inline float f_sub(float a, float b, float al) { return TN_FMA(-al, b, a); }
-static inline float f_mul(float a, float b, float al) { (void)al; return a * b; }
-static inline float f_div(float a, float b, float al) { (void)al; return a / b; }
-static inline float f_max(float a, float b, float al) {
+TN_INLINE float f_add(float a, float b, float al) { return TN_FMA(al, b, a); }
+TN_INLINE float f_sub(float a, float b, float al) { return TN_FMA(-al, b, a); }
+TN_INLINE float f_mul(float a, float b, float al) { (void)al; return a * b; }
+TN_INLINE float f_div(float a, float b, float al) { (void)al; return a / b; }
+TN_INLINE float f_max(float a, float b, float al) {
     (void)al;
     return (a != a || b != b) ? a + b : (a > b ? a : b);
 }
-static inline float f_min(float a, float b, float al) {
+TN_INLINE float f_min(float a, float b, float al) {
     (void)al;
     return (a != a || b != b) ? a + b : (a < b ? a : b);
 }
 /* maximum with b, then minimum with al: a NaN anywhere gives NaN (selects only, so that the
  * row vectorizes) */
-static inline float f_clamp(float a, float b, float al) {
+TN_INLINE float f_clamp(float a, float b, float al) {
     float v = a < b ? b : a;
     v = v > al ? al : v;
     return (a != a || b != b || al != al) ? a + b + al : v;
@@ -63,7 +63,7 @@ static inline float f_clamp(float a, float b, float al) {
  * (the quotient's rounding), a - t b is exact in double for |a / b| < 2^29 (t b needs at most
  * 53 bits), and one step towards a's sign fixes an off-by-one. Other arguments (b zero or
  * infinite, larger quotients, NaN) are the caller's to redo: see quotient_row. */
-static inline double tn_fmod_exact(double a, double b) {
+TN_INLINE double tn_fmod_exact(double a, double b) {
     double t = __builtin_trunc(a / b);
     double r = a - t * b;
     double step = a < 0 ? -__builtin_fabs(b) : __builtin_fabs(b);
@@ -73,7 +73,7 @@ static inline double tn_fmod_exact(double a, double b) {
 }
 
 /* One element of the quotient family from the exact fmod r of x by y. */
-static inline float quotient_of(tn_binary_op op, double x, double y, double r) {
+TN_INLINE float quotient_of(tn_binary_op op, double x, double y, double r) {
     float rf = (float)r, yf = (float)y;
     if (op == TN_BINARY_FMOD) return rf;
     if (op == TN_BINARY_REMAINDER) return rf != 0.0f && ((yf < 0.0f) != (rf < 0.0f)) ? rf + yf : rf;
@@ -84,7 +84,7 @@ static inline float quotient_of(tn_binary_op op, double x, double y, double r) {
  * copied into the chunk's arrays, the vector path for every element (one loop per op, so
  * each vectorizes), then the few whose arguments it does not cover redone with libm's fmod.
  * (A libm call per element had held these to a fifth of the CPU's speed.) */
-static inline void quotient_row(tn_binary_op op, int64_t n, float *o, int64_t os, const float *a, int64_t as,
+TN_INLINE void quotient_row(tn_binary_op op, int64_t n, float *o, int64_t os, const float *a, int64_t as,
                                 const float *b, int64_t bs) {
     float xa[256], xb[256], out[256];
     for (int64_t c = 0; c < n; c += 256) {
@@ -115,21 +115,21 @@ static inline void quotient_row(tn_binary_op op, int64_t n, float *o, int64_t os
     }
 }
 
-static inline float f_threshold_bw(float g, float x, float th) { return x <= th ? 0.0f : g; }
-static inline float f_sigmoid_bw(float g, float y, float al) { (void)al; return g * (1.0f - y) * y; }
-static inline float f_tanh_bw(float g, float y, float al) { (void)al; return g * (1.0f - y * y); }
-static inline float f_silu_bw(float g, float x, float al) {
+TN_INLINE float f_threshold_bw(float g, float x, float th) { return x <= th ? 0.0f : g; }
+TN_INLINE float f_sigmoid_bw(float g, float y, float al) { (void)al; return g * (1.0f - y) * y; }
+TN_INLINE float f_tanh_bw(float g, float y, float al) { (void)al; return g * (1.0f - y * y); }
+TN_INLINE float f_silu_bw(float g, float x, float al) {
     (void)al;
     float s = tn_sigmoidf(x);
     return g * s * (1.0f + x * (1.0f - s));
 }
 /* d/dx x Phi(x) = Phi(x) + x phi(x) */
-static inline float f_gelu_bw(float g, float x, float al) {
+TN_INLINE float f_gelu_bw(float g, float x, float al) {
     (void)al;
     return g * TN_FMA(x * 0.3989422804014327f, tn_expf(-0.5f * x * x), tn_normal_cdff(x));
 }
 
-static inline float f_gelu_tanh_bw(float g, float x, float al) {
+TN_INLINE float f_gelu_tanh_bw(float g, float x, float al) {
     (void)al;
     const float k = 0.7978845608028654f, c = 0.044715f;
     float inner = k * (x + c * x * x * x);
@@ -138,18 +138,18 @@ static inline float f_gelu_tanh_bw(float g, float x, float al) {
     return g * (0.5f * (1.0f + t) + left);
 }
 
-static inline float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
-static inline float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
-static inline float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
-static inline float f_pow_half(float a, float b, float al) { (void)b; (void)al; return sqrtf(a); }
-static inline float f_pow_minus_half(float a, float b, float al) { (void)b; (void)al; return 1.0f / sqrtf(a); }
-static inline float f_pow_minus_one(float a, float b, float al) { (void)b; (void)al; return 1.0f / a; }
-static inline float f_pow_minus_two(float a, float b, float al) { (void)b; (void)al; return 1.0f / (a * a); }
-static inline float f_first(float a, float b, float al) { (void)b; (void)al; return a; }
+TN_INLINE float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
+TN_INLINE float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
+TN_INLINE float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
+TN_INLINE float f_pow_half(float a, float b, float al) { (void)b; (void)al; return sqrtf(a); }
+TN_INLINE float f_pow_minus_half(float a, float b, float al) { (void)b; (void)al; return 1.0f / sqrtf(a); }
+TN_INLINE float f_pow_minus_one(float a, float b, float al) { (void)b; (void)al; return 1.0f / a; }
+TN_INLINE float f_pow_minus_two(float a, float b, float al) { (void)b; (void)al; return 1.0f / (a * a); }
+TN_INLINE float f_first(float a, float b, float al) { (void)b; (void)al; return a; }
 
 /* x ** e with one exponent for the row: the exponents PyTorch's CPU kernel computes by
  * multiplication or square roots take the same route (so results match it), others powf. */
-static inline void pow_row(int64_t n, float *restrict o, int64_t os, const float *a, int64_t as,
+TN_INLINE void pow_row(int64_t n, float *restrict o, int64_t os, const float *a, int64_t as,
                            const float *b, int64_t bs) {
     if (bs != 0) {
         row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
@@ -166,26 +166,26 @@ static inline void pow_row(int64_t n, float *restrict o, int64_t os, const float
     else row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
 }
 
-static inline float f_neg(float x) { return -x; }
-static inline float f_abs(float x) { return fabsf(x); }
-static inline float f_exp(float x) { return tn_expf(x); }
-static inline float f_sqrt(float x) { return sqrtf(x); }
-static inline float f_rsqrt(float x) { return 1.0f / sqrtf(x); }
-static inline float f_reciprocal(float x) { return 1.0f / x; }
-static inline float f_tanh(float x) { return tn_tanhf(x); }
-static inline float f_sigmoid(float x) { return tn_sigmoidf(x); }
-static inline float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
-static inline float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
-static inline float f_gelu(float x) { return x * tn_normal_cdff(x); }
-static inline float f_log(float x) { return tn_logf(x); }
-static inline float f_sin(float x) { return tn_sin_cosf(x, 0); }
-static inline float f_cos(float x) { return tn_sin_cosf(x, 1); }
+TN_INLINE float f_neg(float x) { return -x; }
+TN_INLINE float f_abs(float x) { return fabsf(x); }
+TN_INLINE float f_exp(float x) { return tn_expf(x); }
+TN_INLINE float f_sqrt(float x) { return sqrtf(x); }
+TN_INLINE float f_rsqrt(float x) { return 1.0f / sqrtf(x); }
+TN_INLINE float f_reciprocal(float x) { return 1.0f / x; }
+TN_INLINE float f_tanh(float x) { return tn_tanhf(x); }
+TN_INLINE float f_sigmoid(float x) { return tn_sigmoidf(x); }
+TN_INLINE float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
+TN_INLINE float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
+TN_INLINE float f_gelu(float x) { return x * tn_normal_cdff(x); }
+TN_INLINE float f_log(float x) { return tn_logf(x); }
+TN_INLINE float f_sin(float x) { return tn_sin_cosf(x, 0); }
+TN_INLINE float f_cos(float x) { return tn_sin_cosf(x, 1); }
 
 /* sin or cos of a row in chunks: the vector reduction covers |x| <= 8192, and the rare larger
  * arguments (found by a vector test first: the loop with the call is scalar) are redone in
  * double from the chunk's input. A contiguous row apart from its output is read and written in
  * place; otherwise the chunk is copied in and out (so o may be x). */
-static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
+TN_INLINE void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
     const int direct = os == 1 && xs == 1 && (o + n <= x || x + n <= o);
     float inbuf[256], outbuf[256];
     for (int64_t c = 0; c < n; c += 256) {
@@ -208,13 +208,13 @@ static inline void trig_row(int cosine, int64_t n, float *o, int64_t os, const f
     }
 }
 
-static inline float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
-static inline float f_floor(float x) { return floorf(x); }
-static inline float f_ceil(float x) { return ceilf(x); }
-static inline float f_trunc(float x) { return truncf(x); }
+TN_INLINE float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+TN_INLINE float f_floor(float x) { return floorf(x); }
+TN_INLINE float f_ceil(float x) { return ceilf(x); }
+TN_INLINE float f_trunc(float x) { return truncf(x); }
 
 /* Returns 0 when the op has no float32 row here (the caller uses the generic path). */
-static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os,
+TN_INLINE int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os,
                                   const float *a, int64_t as, const float *b, int64_t bs,
                                   float alpha) {
     switch (op) {
@@ -239,7 +239,7 @@ static inline int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t 
     }
 }
 
-static inline int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os,
+TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os,
                                  const float *x, int64_t xs) {
     switch (op) {
     case TN_UNARY_NEG: row1(f_neg, n, o, os, x, xs); return 1;

@@ -332,6 +332,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          activation_backward_out<at::_ops::tanh_backward_grad_input, TN_BINARY_TANH_BACKWARD>);
   m.impl("silu_backward.grad_input",
          activation_backward_out<at::_ops::silu_backward_grad_input, TN_BINARY_SILU_BACKWARD>);
+  // silu_backward's functional form also has a CompositeImplicitAutograd kernel (sigmoid,
+  // then four more ops), which PyTorch picks for a backend with no kernel of its own: what
+  // autograd calls in every SwiGLU's backward ran six launches instead of one
+  m.impl("silu_backward",
+         plain<activation_backward_out<at::_ops::silu_backward_grad_input, TN_BINARY_SILU_BACKWARD>>);
   m.impl("gelu_backward.grad_input", gelu_backward_out);
 }
 
