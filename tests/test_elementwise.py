@@ -263,7 +263,8 @@ UNARY = {
     "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     "relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc,
-    "round": torch.round, "sign": torch.sign,
+    "round": torch.round, "sign": torch.sign, "log2": lambda x: torch.log2(x.abs()),
+    "log10": lambda x: torch.log10(x.abs()), "exp2": torch.exp2, "erfinv": lambda x: torch.erfinv(x / 6.5),
 }
 
 
@@ -277,8 +278,18 @@ def test_unary_floats(name, dtype):
 
 def test_unary_special_values():
     x = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 100.0, -100.0, 1e-30])
-    for name in ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "floor", "sign"):
+    for name in ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "floor", "sign", "expm1", "exp2", "erf", "round"):
         check(UNARY[name], x)
+    for fn in (torch.log1p, torch.log2, torch.log10, torch.erfinv):
+        check(fn, x)
+    check(torch.log1p, torch.tensor([-1.0, -0.5, -1e-8, 1e-8, 3e38]))
+    check(torch.erfinv, torch.tensor([-1.0, 1.0, -0.9999999, 0.9999999, 1.5, 0.5, 1e-20]))
+    check(torch.round, torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 8388607.5, 1e20]))
+    # whole powers: exactly, as on the CPU
+    powers = torch.tensor([2.0 ** k for k in range(-20, 21)])
+    torch.testing.assert_close(torch.log2(powers.to("neuron")).cpu(), torch.log2(powers), rtol=0, atol=0)
+    torch.testing.assert_close(torch.exp2(torch.arange(-30.0, 31.0).to("neuron")).cpu(),
+                               torch.exp2(torch.arange(-30.0, 31.0)), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", INTS + [torch.bool], ids=str)

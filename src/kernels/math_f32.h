@@ -22,31 +22,64 @@
 #define TN_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* e^x: Cody-Waite reduction by ln 2, degree-6 polynomial, n added to the exponent bits.
- * n = rint(x / ln 2) comes from adding 1.5 * 2^23 (the float's units then sit at mantissa bit
- * 0, so t's low bits hold n and t - 1.5 * 2^23 is n exactly): no clamp, no float-to-int
- * conversion. Outside [-87.34, 88.72] (and for NaN) those bits are garbage, and the two
- * selects at the end replace the result: 0 below (results that would be subnormal flush to
- * zero), x + inf above (inf, and NaN stays NaN). */
-TN_INLINE float tn_expf(float x) {
-    float t = TN_FMA(x, 1.44269504f, 12582912.0f);
-    float n = t - 12582912.0f;
-    float r = TN_FMA(n, -0.693359375f, x);
-    r = TN_FMA(n, 2.12194440e-4f, r);
-    /* e^r = 1 + r + r^2 q(r), q of degree 5 evaluated in pairs (Estrin): a shorter chain of
-     * dependent operations than Horner's, so more elements are in flight at once */
+/* e^r - 1 for |r| <= ln 2 / 2, as r + r^2 q(r), q of degree 5 evaluated in pairs (Estrin): a
+ * shorter chain of dependent operations than Horner's, so more elements are in flight at once.
+ * Without the 1, e^r - 1 keeps its relative accuracy near 0 (expm1 needs that). */
+TN_INLINE float tn_exp_m1_reduced(float r) {
     float r2 = r * r;
     float q01 = TN_FMA(1.6666665459e-1f, r, 5.0000001201e-1f);
     float q23 = TN_FMA(8.3334519073e-3f, r, 4.1665795894e-2f);
     float q45 = TN_FMA(1.9875691500e-4f, r, 1.3981999507e-3f);
     float q = TN_FMA(TN_FMA(q45, r2, q23), r2, q01);
-    float p = TN_FMA(q, r2, r) + 1.0f;
-    /* p * 2^n by adding n to p's exponent bits (n << 23 is t's bits << 23: the bits above n's
-     * shift out): exact, and right for n = 128 too (x above 88.38), where a separate 2^n
-     * would not fit a float's exponent */
-    float y = tn_f32_from_bits(tn_f32_bits(p) + (tn_f32_bits(t) << 23));
+    return TN_FMA(q, r2, r);
+}
+
+/* x = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite, ln 2 in two parts). n = rint(x / ln 2) comes
+ * from adding 1.5 * 2^23 (the float's units then sit at mantissa bit 0, so t's low bits hold n
+ * and t - 1.5 * 2^23 is n exactly): no clamp, no float-to-int conversion. Returns r; *t keeps
+ * the sum, whose bits << 23 are n in the exponent field. */
+TN_INLINE float tn_exp_reduce(float x, float *t) {
+    *t = TN_FMA(x, 1.44269504f, 12582912.0f);
+    float n = *t - 12582912.0f;
+    float r = TN_FMA(n, -0.693359375f, x);
+    return TN_FMA(n, 2.12194440e-4f, r);
+}
+
+/* p * 2^n for p in [1/2, 2] by adding n (t's bits << 23: the bits above n's shift out) to p's
+ * exponent bits: exact, and right for n = 128 too, where a separate 2^n would not fit a float's
+ * exponent; the result must be a normal float. */
+TN_INLINE float tn_scale_by(float p, float t) { return tn_f32_from_bits(tn_f32_bits(p) + (tn_f32_bits(t) << 23)); }
+
+/* e^x. Outside [-87.34, 88.72] (and for NaN) n's bits are garbage, and the two selects at the
+ * end replace the result: 0 below (results that would be subnormal flush to zero), x + inf
+ * above (inf, and NaN stays NaN). */
+TN_INLINE float tn_expf(float x) {
+    float t, r = tn_exp_reduce(x, &t);
+    float y = tn_scale_by(tn_exp_m1_reduced(r) + 1.0f, t);
     y = x < -87.33654f ? 0.0f : y;
     return x <= 88.72283f ? y : x + INFINITY;
+}
+
+/* e^x - 1 = 2^n (e^r - 1) + (2^n - 1): both terms exact but for e^r - 1's own error, one
+ * rounding in the sum, and no cancellation near 0 (where n = 0 and the result is e^r - 1
+ * itself). 2^n is built from its bits for |n| <= 126; from x = 80, e^x alone (the 1 is far
+ * below its last bit), and below -17.33 (e^x < 2^-25) the result is -1. */
+TN_INLINE float tn_expm1f(float x) {
+    float t, r = tn_exp_reduce(x, &t);
+    float two_n = tn_scale_by(1.0f, t);
+    float y = TN_FMA(two_n, tn_exp_m1_reduced(r), two_n - 1.0f);
+    y = x > 80.0f ? tn_expf(x) : y;
+    y = x < -17.33f ? -1.0f : y;
+    return x == 0.0f ? x : y; /* expm1(-0) = -0 */
+}
+
+/* 2^x = 2^n e^(r ln 2) with n = rint(x), r = x - n exact: whole x give 2^x exactly. Below -126
+ * the result is flushed to 0 (as tn_expf), from 128 it is inf; NaN stays NaN. */
+TN_INLINE float tn_exp2f(float x) {
+    float t = x + 12582912.0f, n = t - 12582912.0f;
+    float y = tn_scale_by(tn_exp_m1_reduced((x - n) * 0.693147180559945f) + 1.0f, t);
+    y = x < -126.0f ? 0.0f : y;
+    return x < 128.0f ? y : x + INFINITY;
 }
 
 TN_INLINE float tn_sigmoidf(float x) { return 1.0f / (1.0f + tn_expf(-x)); }
@@ -70,21 +103,23 @@ TN_INLINE float tn_gelu_tanhf(float x) {
     return x / (1.0f + tn_expf(-2.0f * u));
 }
 
-/* The standard normal CDF, (1 + erf(x / sqrt 2)) / 2, for the exact GELU. With z = x / sqrt 2:
- * erf(z) = z P(z^2) for |z| < 1, and erfc(|z|) = e^(-z^2) Q(1 / |z|) for |z| >= 1, so the left
- * tail is erfc itself, without the cancellation of 1 + erf. P (degree 6) and Q (degree 8) are
- * least-squares fits on Chebyshev nodes made for this kernel; in float32 the result is within
- * 2e-7 (|z| < 1) and 1e-6 (the tail, the rounding of z^2 in e^(-z^2)) of the exact value,
- * relative. Past |z| = 4, erfc is below 2e-8: 0 and 1. */
-TN_INLINE float tn_normal_cdff(float x) {
-    float z = x * 0.70710678118654752f, az = fabsf(z), u = z * z;
+/* erf and erfc for the normal CDF and erf itself: erf(z) = z P(z^2) for |z| < 1, and erfc(|z|) =
+ * e^(-z^2) Q(1 / |z|) for |z| >= 1, so that a left tail is erfc itself, without the cancellation
+ * of 1 + erf. P (degree 6) and Q (degree 8) are least-squares fits on Chebyshev nodes made for
+ * these kernels; in float32 erf(z) for |z| < 1 is within 2e-7 and erfc(|z|) within 1e-6 (the
+ * rounding of z^2 in e^(-z^2)) of the exact value, relative. Past |z| = 4, erfc is below 2e-8
+ * and taken as 0. */
+TN_INLINE float tn_erf_poly(float u) { /* P(u), u = z^2 */
     float p = 7.882497448008507e-05f;
     p = TN_FMA(p, u, -8.018855005502701e-04f);
     p = TN_FMA(p, u, 5.189312156289816e-03f);
     p = TN_FMA(p, u, -2.685432881116867e-02f);
     p = TN_FMA(p, u, 1.128359735012054e-01f);
     p = TN_FMA(p, u, -3.761262595653534e-01f);
-    p = TN_FMA(p, u, 1.128379106521606e+00f);
+    return TN_FMA(p, u, 1.128379106521606e+00f);
+}
+
+TN_INLINE float tn_erfc_tail(float az) {
     float t = 1.0f / (az > 1.0f ? az : 1.0f);
     float q = -7.106618955731392e-03f;
     q = TN_FMA(q, t, 1.684301346540451e-02f);
@@ -95,25 +130,36 @@ TN_INLINE float tn_normal_cdff(float x) {
     q = TN_FMA(q, t, 4.451758041977882e-02f);
     q = TN_FMA(q, t, 5.586768984794617e-01f);
     q = TN_FMA(q, t, 2.926261513493955e-04f);
-    float erfc = az < 4.0f ? tn_expf(-u) * q : 0.0f;
-    float inner = TN_FMA(0.5f * z, p, 0.5f);
-    float tail = z > 0.0f ? 1.0f - 0.5f * erfc : 0.5f * erfc;
-    return az < 1.0f ? inner : tail;
+    return az < 4.0f ? tn_expf(-(az * az)) * q : 0.0f;
 }
 
-/* ln x: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln x = e ln 2 + ln(1 + f) for f = m - 1, ln(1 + f)
- * as f - f^2/2 + f^3 P(f) (P of degree 8, the classic minimax coefficients for this range), and
- * e ln 2 in two parts so that it adds exactly. Subnormal inputs are scaled by 2^23 first; 0
- * gives -inf, negatives NaN, inf and NaN themselves. */
-TN_INLINE float tn_logf(float x) {
+/* The standard normal CDF, (1 + erf(x / sqrt 2)) / 2, for the exact GELU. */
+TN_INLINE float tn_normal_cdff(float x) {
+    float z = x * 0.70710678118654752f, az = fabsf(z);
+    float erfc = tn_erfc_tail(az);
+    float tail = z > 0.0f ? 1.0f - 0.5f * erfc : 0.5f * erfc;
+    return az < 1.0f ? TN_FMA(0.5f * z, tn_erf_poly(z * z), 0.5f) : tail;
+}
+
+TN_INLINE float tn_erff(float x) {
+    float ax = fabsf(x), tail = 1.0f - tn_erfc_tail(ax);
+    tail = x < 0.0f ? -tail : tail;
+    return ax < 1.0f ? x * tn_erf_poly(x * x) : (x != x ? x : tail);
+}
+
+/* The parts of a logarithm: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = f + l for f = m - 1
+ * and l = -f^2/2 + f^3 P(f) (P of degree 8, the classic minimax coefficients for this range).
+ * Returns f; *e and *l receive e (as a float) and l. Subnormal inputs are scaled by 2^23
+ * first. The callers handle x <= 0, inf and NaN. */
+TN_INLINE float tn_log_parts(float x, float *e, float *l) {
     int sub = x < 1.17549435e-38f;
     float xs = sub ? x * 8388608.0f : x;
     uint32_t bits = tn_f32_bits(xs);
-    int32_t e = (int32_t)((bits >> 23) & 0xff) - 127;
+    int32_t ex = (int32_t)((bits >> 23) & 0xff) - 127;
     float m = tn_f32_from_bits((bits & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
     int half = m > 1.41421356f;
     m = half ? 0.5f * m : m;
-    float ef = (float)(e + half) - (sub ? 23.0f : 0.0f);
+    *e = (float)(ex + half) - (sub ? 23.0f : 0.0f);
     float f = m - 1.0f, z = f * f;
     float p = 7.0376836292e-2f;
     p = TN_FMA(p, f, -1.1514610310e-1f);
@@ -124,13 +170,73 @@ TN_INLINE float tn_logf(float x) {
     p = TN_FMA(p, f, 2.0000714765e-1f);
     p = TN_FMA(p, f, -2.4999993993e-1f);
     p = TN_FMA(p, f, 3.3333331174e-1f);
-    float y = p * f * z;
-    y = TN_FMA(ef, -2.12194440e-4f, y);
-    y = TN_FMA(z, -0.5f, y);
-    float r = TN_FMA(ef, 0.693359375f, f + y);
+    *l = TN_FMA(z, -0.5f, p * f * z);
+    return f;
+}
+
+/* A logarithm's special values: 0 gives -inf, negatives NaN, inf and NaN themselves. */
+TN_INLINE float tn_log_special(float x, float r) {
     r = x == 0.0f ? -INFINITY : r;
     r = x < 0.0f ? NAN : r;
     return x == INFINITY || x != x ? x + 0.0f : r;
+}
+
+/* ln x = e ln 2 + f + l, with e ln 2 in two parts so that it adds exactly. */
+TN_INLINE float tn_logf(float x) {
+    float e, l, f = tn_log_parts(x, &e, &l);
+    float y = TN_FMA(e, -2.12194440e-4f, l);
+    return tn_log_special(x, TN_FMA(e, 0.693359375f, f + y));
+}
+
+/* log2 x = e + (f + l) log2(e): exact at powers of two (f = l = 0). */
+TN_INLINE float tn_log2f(float x) {
+    float e, l, f = tn_log_parts(x, &e, &l);
+    return tn_log_special(x, e + TN_FMA(f, 1.44269504088896f, l * 1.44269504088896f));
+}
+
+/* log10 x = e log10(2) + (f + l) log10(e), log10(2) in two parts. */
+TN_INLINE float tn_log10f(float x) {
+    float e, l, f = tn_log_parts(x, &e, &l);
+    float y = TN_FMA(e, 4.6050389811980175e-6f, TN_FMA(f, 0.434294481903252f, l * 0.434294481903252f));
+    return tn_log_special(x, TN_FMA(e, 0.301025390625f, y));
+}
+
+/* ln(1 + x) = ln u + (x - (u - 1)) / u for u = 1 + x rounded: the second term is the first
+ * order of what the rounding lost (exact when u = 1, where the result is x). */
+TN_INLINE float tn_log1pf(float x) {
+    float u = 1.0f + x;
+    float y = tn_logf(u) + (x - (u - 1.0f)) / u;
+    y = u == 0.0f || x == INFINITY ? tn_logf(u) : y;
+    return x == 0.0f ? x : y; /* log1p(-0) = -0 */
+}
+
+/* erf^-1(y): a polynomial in w = -ln(1 - y^2) with a central branch (w < 5) and a tail branch
+ * in sqrt(w) (the generic path's first guess), within 3.3 ulp by itself; a Newton step on
+ * erf(x) - y, as the generic path takes in double, made it worse in float (4 ulp: tn_erff's own
+ * error) and three times slower. +-1 give +-inf; |y| > 1 and NaN give NaN. */
+TN_INLINE float tn_erfinvf(float y) {
+    float w = -tn_logf((1.0f - y) * (1.0f + y));
+    float c = w - 2.5f, p = 2.81022636e-08f;
+    p = TN_FMA(p, c, 3.43273939e-07f);
+    p = TN_FMA(p, c, -3.5233877e-06f);
+    p = TN_FMA(p, c, -4.39150654e-06f);
+    p = TN_FMA(p, c, 0.00021858087f);
+    p = TN_FMA(p, c, -0.00125372503f);
+    p = TN_FMA(p, c, -0.00417768164f);
+    p = TN_FMA(p, c, 0.246640727f);
+    p = TN_FMA(p, c, 1.50140941f);
+    float t = sqrtf(w) - 3.0f, q = -0.000200214257f;
+    q = TN_FMA(q, t, 0.000100950558f);
+    q = TN_FMA(q, t, 0.00134934322f);
+    q = TN_FMA(q, t, -0.00367342844f);
+    q = TN_FMA(q, t, 0.00573950773f);
+    q = TN_FMA(q, t, -0.0076224613f);
+    q = TN_FMA(q, t, 0.00943887047f);
+    q = TN_FMA(q, t, 1.00167406f);
+    q = TN_FMA(q, t, 2.83297682f);
+    float x = (w < 5.0f ? p : q) * y;
+    x = fabsf(y) == 1.0f ? y * INFINITY : x;
+    return fabsf(y) <= 1.0f ? x : NAN;
 }
 
 /* sin x (cosine: cos x, the same with the quadrant moved by one): x = n pi/2 + r with

@@ -178,6 +178,13 @@ TN_INLINE float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
 TN_INLINE float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
 TN_INLINE float f_gelu(float x) { return x * tn_normal_cdff(x); }
 TN_INLINE float f_log(float x) { return tn_logf(x); }
+TN_INLINE float f_log2(float x) { return tn_log2f(x); }
+TN_INLINE float f_log10(float x) { return tn_log10f(x); }
+TN_INLINE float f_log1p(float x) { return tn_log1pf(x); }
+TN_INLINE float f_expm1(float x) { return tn_expm1f(x); }
+TN_INLINE float f_exp2(float x) { return tn_exp2f(x); }
+TN_INLINE float f_erf(float x) { return tn_erff(x); }
+TN_INLINE float f_erfinv(float x) { return tn_erfinvf(x); }
 TN_INLINE float f_sin(float x) { return tn_sin_cosf(x, 0); }
 TN_INLINE float f_cos(float x) { return tn_sin_cosf(x, 1); }
 
@@ -212,6 +219,8 @@ TN_INLINE float f_relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 TN_INLINE float f_floor(float x) { return floorf(x); }
 TN_INLINE float f_ceil(float x) { return ceilf(x); }
 TN_INLINE float f_trunc(float x) { return truncf(x); }
+TN_INLINE float f_round(float x) { return __builtin_rintf(x); } /* half to even */
+TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 0 for NaN, as the generic path */
 
 /* Returns 0 when the op has no float32 row here (the caller uses the generic path). */
 TN_INLINE int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os,
@@ -254,12 +263,21 @@ TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os,
     case TN_UNARY_GELU_TANH: row1(f_gelu_tanh, n, o, os, x, xs); return 1;
     case TN_UNARY_GELU: row1(f_gelu, n, o, os, x, xs); return 1;
     case TN_UNARY_LOG: row1(f_log, n, o, os, x, xs); return 1;
+    case TN_UNARY_LOG2: row1(f_log2, n, o, os, x, xs); return 1;
+    case TN_UNARY_LOG10: row1(f_log10, n, o, os, x, xs); return 1;
+    case TN_UNARY_LOG1P: row1(f_log1p, n, o, os, x, xs); return 1;
+    case TN_UNARY_EXPM1: row1(f_expm1, n, o, os, x, xs); return 1;
+    case TN_UNARY_EXP2: row1(f_exp2, n, o, os, x, xs); return 1;
+    case TN_UNARY_ERF: row1(f_erf, n, o, os, x, xs); return 1;
+    case TN_UNARY_ERFINV: row1(f_erfinv, n, o, os, x, xs); return 1;
     case TN_UNARY_SIN: trig_row(0, n, o, os, x, xs); return 1;
     case TN_UNARY_COS: trig_row(1, n, o, os, x, xs); return 1;
     case TN_UNARY_RELU: row1(f_relu, n, o, os, x, xs); return 1;
     case TN_UNARY_FLOOR: row1(f_floor, n, o, os, x, xs); return 1;
     case TN_UNARY_CEIL: row1(f_ceil, n, o, os, x, xs); return 1;
     case TN_UNARY_TRUNC: row1(f_trunc, n, o, os, x, xs); return 1;
+    case TN_UNARY_ROUND: row1(f_round, n, o, os, x, xs); return 1;
+    case TN_UNARY_SIGN: row1(f_sign, n, o, os, x, xs); return 1;
     default: return 0;
     }
 }

@@ -44,6 +44,7 @@ int tn_test_failures;
     X(test_capture_refusals)     \
     X(test_device_checks)        \
     X(test_unary_rows_every_isa) \
+    X(test_math_ulp_every_isa) \
     X(test_exp_ulp_every_isa) \
     X(test_binary_rows_every_isa) \
     X(test_half_and_generic_paths) \

@@ -41,6 +41,22 @@ static int close_f32(float got, double want) {
     return fabs((double)got - want) <= tol;
 }
 
+/* erf^-1 by bisection on erf in double, then Newton steps: slow and exact enough. */
+static double ref_erfinv(double y) {
+    if (y != y || y < -1.0 || y > 1.0) return NAN;
+    if (y == 1.0 || y == -1.0) return y * INFINITY;
+    double lo = -6.0, hi = 6.0, x = 0.0;
+    for (int i = 0; i < 80; i++) {
+        x = 0.5 * (lo + hi);
+        if (erf(x) < y) lo = x; else hi = x;
+    }
+    for (int i = 0; i < 2; i++) {
+        double step = (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
+        if (isfinite(step)) x -= step;
+    }
+    return x;
+}
+
 static double ref_unary(tn_unary_op op, double x) {
     switch (op) {
     case TN_UNARY_NEG: return -x;
@@ -62,6 +78,15 @@ static double ref_unary(tn_unary_op op, double x) {
     case TN_UNARY_FLOOR: return floor(x);
     case TN_UNARY_CEIL: return ceil(x);
     case TN_UNARY_TRUNC: return trunc(x);
+    case TN_UNARY_ROUND: return nearbyint(x);
+    case TN_UNARY_SIGN: return (double)((x > 0) - (x < 0));
+    case TN_UNARY_EXPM1: return expm1(x);
+    case TN_UNARY_LOG1P: return log1p(x);
+    case TN_UNARY_LOG2: return log2(x);
+    case TN_UNARY_LOG10: return log10(x);
+    case TN_UNARY_EXP2: return exp2(x);
+    case TN_UNARY_ERF: return erf(x);
+    case TN_UNARY_ERFINV: return ref_erfinv(x);
     default: return NAN;
     }
 }
@@ -73,13 +98,20 @@ void test_unary_rows_every_isa(void) {
         const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
         if (!k) continue;
         for (int op = 0; op < TN_UNARY_COUNT_; op++) {
-            if (!k->unary_f32((tn_unary_op)op, N, out, 1, inputs, 1)) continue;
+            /* erfinv's domain is [-1, 1]: the inputs scaled into it (and past it at +-10) */
+            static float scaled[N];
+            const float *in = inputs;
+            if (op == TN_UNARY_ERFINV) {
+                for (int i = 0; i < N; i++) scaled[i] = inputs[i] / 9.99f;
+                in = scaled;
+            }
+            if (!k->unary_f32((tn_unary_op)op, N, out, 1, in, 1)) continue;
             for (int i = 0; i < N; i++) {
-                double want = ref_unary((tn_unary_op)op, inputs[i]);
+                double want = ref_unary((tn_unary_op)op, in[i]);
                 if (op == TN_UNARY_GELU_TANH && fabs(inputs[i]) > 50) continue; /* x^3 overflow in f32 */
                 if (!close_f32(out[i], want)) {
                     fprintf(stderr, "  %s unary op %d x=%g got %.9g want %.9g\n",
-                            tn_isa_name((tn_isa)isa), op, (double)inputs[i], (double)out[i], want);
+                            tn_isa_name((tn_isa)isa), op, (double)in[i], (double)out[i], want);
                     CHECK(0);
                     break;
                 }
@@ -107,6 +139,54 @@ void test_exp_ulp_every_isa(void) {
         }
         if (worst > 2.0) fprintf(stderr, "  %s exp: %.2f ulp\n", tn_isa_name((tn_isa)isa), worst);
         CHECK(worst <= 2.0);
+    }
+}
+
+/* The error in units of the last place of the float32 result (a result past float32's range
+ * must be an infinity of its sign). */
+static double ulps(float got, double want) {
+    if (isnan(want)) return isnan(got) ? 0.0 : INFINITY;
+    if (fabs(want) > 3.4028234663852886e38) return isinf(got) && (got > 0) == (want > 0) ? 0.0 : INFINITY;
+    double a = fabs(want) < 1.17549435e-38 ? 1.17549435e-38 : fabs(want);
+    int e;
+    frexp(a, &e);
+    return fabs((double)got - want) / ldexp(1.0, e - 24);
+}
+
+/* The transcendental rows of math_f32.h within their stated ulp over dense grids of their
+ * domains, on every ISA (the reference variant rounds a * b + c twice). */
+void test_math_ulp_every_isa(void) {
+    enum { M = 40009 };
+    static float x[M], y[M];
+    const struct {
+        tn_unary_op op;
+        float lo, hi, ulp;
+    } cases[] = {
+        {TN_UNARY_EXPM1, -20.0f, 88.7f, 2.0f}, {TN_UNARY_EXPM1, -0.4f, 0.4f, 2.0f},
+        {TN_UNARY_LOG1P, -0.999f, 1e6f, 2.0f}, {TN_UNARY_LOG1P, -1e-3f, 1e-3f, 2.0f},
+        {TN_UNARY_LOG2, 1e-30f, 1e30f, 2.5f},  {TN_UNARY_LOG2, 0.5f, 2.0f, 2.5f},
+        {TN_UNARY_LOG10, 1e-30f, 1e30f, 2.5f}, {TN_UNARY_LOG10, 0.5f, 2.0f, 2.5f},
+        {TN_UNARY_EXP2, -125.9f, 127.9f, 1.5f}, {TN_UNARY_EXP2, -1.0f, 1.0f, 1.5f},
+        {TN_UNARY_ERF, -5.0f, 5.0f, 3.0f},     {TN_UNARY_ERF, -1.2f, 1.2f, 3.0f},
+        {TN_UNARY_ERFINV, -0.999999f, 0.999999f, 4.0f}, {TN_UNARY_ERFINV, -0.3f, 0.3f, 4.0f},
+    };
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            for (int i = 0; i < M; i++) x[i] = cases[c].lo + (cases[c].hi - cases[c].lo) * (float)i / (float)(M - 1);
+            CHECK(k->unary_f32(cases[c].op, M, y, 1, x, 1));
+            double worst = 0.0;
+            float at = 0.0f;
+            for (int i = 0; i < M; i++) {
+                double e = ulps(y[i], ref_unary(cases[c].op, x[i]));
+                if (e > worst) worst = e, at = x[i];
+            }
+            if (worst > cases[c].ulp)
+                fprintf(stderr, "  %s unary op %d: %.2f ulp at %.9g\n", tn_isa_name((tn_isa)isa), cases[c].op, worst,
+                        (double)at);
+            CHECK(worst <= cases[c].ulp);
+        }
     }
 }
 
