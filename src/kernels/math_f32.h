@@ -149,27 +149,24 @@ TN_INLINE float tn_erff(float x) {
 
 /* The parts of a logarithm: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = f + l for f = m - 1
  * and l = -f^2/2 + f^3 P(f) (P of degree 8, the classic minimax coefficients for this range).
- * Returns f; *e and *l receive e (as a float) and l. Subnormal inputs are scaled by 2^23
- * first. The callers handle x <= 0, inf and NaN. */
+ * Returns f; *e and *l receive e (as a float) and l. e and m come from x's bits less those of
+ * sqrt(1/2): the difference's exponent field is e and its mantissa, added back to sqrt(1/2)'s
+ * bits, is m (no compare and select for the half above sqrt(2)). Subnormal inputs are scaled
+ * by 2^23 first. The callers handle x <= 0, inf and NaN. */
 TN_INLINE float tn_log_parts(float x, float *e, float *l) {
     int sub = x < 1.17549435e-38f;
     float xs = sub ? x * 8388608.0f : x;
-    uint32_t bits = tn_f32_bits(xs);
-    int32_t ex = (int32_t)((bits >> 23) & 0xff) - 127;
-    float m = tn_f32_from_bits((bits & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
-    int half = m > 1.41421356f;
-    m = half ? 0.5f * m : m;
-    *e = (float)(ex + half) - (sub ? 23.0f : 0.0f);
-    float f = m - 1.0f, z = f * f;
-    float p = 7.0376836292e-2f;
-    p = TN_FMA(p, f, -1.1514610310e-1f);
-    p = TN_FMA(p, f, 1.1676998740e-1f);
-    p = TN_FMA(p, f, -1.2420140846e-1f);
-    p = TN_FMA(p, f, 1.4249322787e-1f);
-    p = TN_FMA(p, f, -1.6668057665e-1f);
-    p = TN_FMA(p, f, 2.0000714765e-1f);
-    p = TN_FMA(p, f, -2.4999993993e-1f);
-    p = TN_FMA(p, f, 3.3333331174e-1f);
+    int32_t d = (int32_t)(tn_f32_bits(xs) - 0x3f3504f3u);
+    float m = tn_f32_from_bits(((uint32_t)d & 0x007fffffu) + 0x3f3504f3u);
+    *e = (float)(d >> 23) - (sub ? 23.0f : 0.0f); /* an arithmetic shift: d < 0 below sqrt(1/2) */
+    float f = m - 1.0f, z = f * f, z2 = z * z;
+    /* P in pairs (Estrin), as tn_exp_m1_reduced: half the dependent steps of Horner's */
+    float p01 = TN_FMA(-2.4999993993e-1f, f, 3.3333331174e-1f);
+    float p23 = TN_FMA(-1.6668057665e-1f, f, 2.0000714765e-1f);
+    float p45 = TN_FMA(-1.2420140846e-1f, f, 1.4249322787e-1f);
+    float p67 = TN_FMA(-1.1514610310e-1f, f, 1.1676998740e-1f);
+    float p03 = TN_FMA(p23, z, p01), p47 = TN_FMA(p67, z, p45);
+    float p = TN_FMA(TN_FMA(7.0376836292e-2f, z2, p47), z2, p03);
     *l = TN_FMA(z, -0.5f, p * f * z);
     return f;
 }
