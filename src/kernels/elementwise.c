@@ -1,7 +1,9 @@
 /* Unary and binary elementwise kernels (see tn/elementwise.h).
  *
- * Per row: all-float32 operands use the ISA table's row functions; float16/bfloat16 operands
- * of one dtype are widened to float32 in chunks, run through the same rows, and narrowed;
+ * Per row: all-float32 operands use the ISA table's row functions; bfloat16 operands of one
+ * dtype the same functions widened and rounded within the loop, where the op has such a row;
+ * float16/bfloat16 operands otherwise are widened to float32 in chunks, run through the float32
+ * rows, and narrowed;
  * anything else (mixed dtypes, integers, bools, float64, ops without a float32 row) goes
  * element by element through double or int64 arithmetic. A large output with contiguous rows
  * is computed in chunks into a buffer in L1 and written non-temporally (nontemporal.h). */
@@ -344,6 +346,9 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
         if (nt && row_nontemporal(k, &f, compute, n, o, x, xs, x, 0)) continue;
         if (same && compute == TN_DTYPE_F32 && k->unary_f32(op, n, (float *)o, os, (const float *)x, xs))
             continue;
+        if (same && compute == TN_DTYPE_BF16 &&
+            k->unary_bf16(op, n, (uint16_t *)o, os, (const uint16_t *)x, xs))
+            continue;
         if (same && is_half(compute)) {
             float buf[CHUNK], res[CHUNK];
             int64_t i = 0;
@@ -404,6 +409,9 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
         if (nt && row_nontemporal(k, &f, compute, n, o, pa, as, pb, bs)) continue;
         if (same && compute == TN_DTYPE_F32 &&
             k->binary_f32(op, n, (float *)o, os, (const float *)pa, as, (const float *)pb, bs, alpha_f))
+            continue;
+        if (same && compute == TN_DTYPE_BF16 &&
+            k->binary_bf16(op, n, (uint16_t *)o, os, (const uint16_t *)pa, as, (const uint16_t *)pb, bs, alpha_f))
             continue;
         if (same && is_half(compute)) {
             float ba[CHUNK], bb[CHUNK], res[CHUNK];

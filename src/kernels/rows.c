@@ -29,6 +29,15 @@ static int unary_f32(tn_unary_op op, int64_t n, float *o, int64_t os, const floa
     return unary_f32_rows(op, n, o, os, x, xs);
 }
 
+static int binary_bf16(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
+                       const uint16_t *b, int64_t bs, float alpha) {
+    return binary_bf16_rows(op, n, o, os, a, as, b, bs, alpha);
+}
+
+static int unary_bf16(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs) {
+    return unary_bf16_rows(op, n, o, os, x, xs);
+}
+
 /* y[i] += a[0] x[i] + a[1] x[ldx + i] + ... over `rows` rows of x (four at a time: one pass
  * over y per four rows of B, and four streams of B in flight). */
 #define TN_AXPY_ROWS(name, type, load)                                                              \
@@ -430,6 +439,8 @@ void TN_CONCAT(tn_kernels_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->dot_bf16 = dot_bf16;
     t->binary_f32 = binary_f32;
     t->unary_f32 = unary_f32;
+    t->binary_bf16 = binary_bf16;
+    t->unary_bf16 = unary_bf16;
     t->axpy_rows_f32 = axpy_rows_f32;
     t->axpy_rows_bf16 = axpy_rows_bf16;
     t->widen_half = widen_half;

@@ -30,6 +30,11 @@ typedef struct tn_kernel_table {
     /* o[i*os] = op(x[i*xs]) for i < n, all float32; returns 0 as above */
     int (*unary_f32)(tn_unary_op op, int64_t n, float *o, int64_t os, const float *x,
                       int64_t xs);
+    /* the same over bfloat16 rows, widened and rounded in the loop (rows_f32.h); 0 for the ops
+     * the caller computes in float32 chunks instead */
+    int (*binary_bf16)(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
+                       const uint16_t *b, int64_t bs, float alpha);
+    int (*unary_bf16)(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs);
     /* addcmul, addcdiv or lerp over contiguous float32 rows: o[i] = op(a[i], b[i], c[i]) with
      * the value s (lerp: c NULL takes s as the weight); o may be a */
     void (*ternary_f32)(tn_ternary_op op, int64_t n, float *o, const float *a, const float *b, const float *c,

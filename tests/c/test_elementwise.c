@@ -386,6 +386,60 @@ void test_f16_rows_every_isa(void) {
     }
 }
 
+/* The fused bfloat16 rows give what widening, the float32 row and rounding give, bit for bit,
+ * for every op they take, on every ISA: contiguous, strided, and (binary) with either operand
+ * broadcast. */
+void test_bf16_rows_match_float32_rows_every_isa(void) {
+    enum { M = 517 };
+    static uint16_t a[2 * M], b[2 * M], got[2 * M], want[M];
+    static float fa[M], fb[M], fo[M];
+    fill_inputs();
+    for (int i = 0; i < 2 * M; i++) {
+        a[i] = tn_f32_to_bf16(inputs[i % N]);
+        b[i] = tn_f32_to_bf16(inputs[(i * 7 + 3) % N] * 0.37f);
+    }
+    b[0] = tn_f32_to_bf16(2.0f); /* the broadcast exponent of pow: a row of its own */
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
+        if (!k) continue;
+        int taken = 0;
+        for (int op = 0; op < TN_UNARY_COUNT_; op++)
+            for (int64_t xs = 1; xs <= 2; xs++) {
+                if (!k->unary_bf16((tn_unary_op)op, M, got, xs, a, xs)) continue;
+                taken++;
+                k->widen_half(TN_DTYPE_BF16, M, fa, 1, a, xs);
+                CHECK(k->unary_f32((tn_unary_op)op, M, fo, 1, fa, 1));
+                k->narrow_half(TN_DTYPE_BF16, M, want, 1, fo, 1);
+                for (int i = 0; i < M; i++)
+                    if (got[i * xs] != want[i]) {
+                        fprintf(stderr, "  %s unary op %d stride %d: %04x, not %04x\n", tn_isa_name((tn_isa)isa), op,
+                                (int)xs, got[i * xs], want[i]);
+                        CHECK(0);
+                        break;
+                    }
+            }
+        const int64_t layouts[4][2] = {{1, 1}, {1, 0}, {0, 1}, {2, 2}};
+        for (int op = 0; op < TN_BINARY_COUNT_; op++)
+            for (int l = 0; l < 4; l++) {
+                int64_t as = layouts[l][0], bs = layouts[l][1], os = l == 3 ? 2 : 1;
+                if (!k->binary_bf16((tn_binary_op)op, M, got, os, a, as, b, bs, 0.5f)) continue;
+                taken++;
+                k->widen_half(TN_DTYPE_BF16, as ? M : 1, fa, 1, a, as);
+                k->widen_half(TN_DTYPE_BF16, bs ? M : 1, fb, 1, b, bs);
+                CHECK(k->binary_f32((tn_binary_op)op, M, fo, 1, fa, as ? 1 : 0, fb, bs ? 1 : 0, 0.5f));
+                k->narrow_half(TN_DTYPE_BF16, M, want, 1, fo, 1);
+                for (int i = 0; i < M; i++)
+                    if (got[i * os] != want[i]) {
+                        fprintf(stderr, "  %s binary op %d layout %d: %04x, not %04x at %d\n",
+                                tn_isa_name((tn_isa)isa), op, l, got[i * os], want[i], i);
+                        CHECK(0);
+                        break;
+                    }
+            }
+        CHECK(taken > 80); /* the fused rows are there: not every op fell through */
+    }
+}
+
 /* Every ISA's typed conversion rows against the generic element conversion (tn_load, then
  * tn_store): NaN, infinities and out-of-range floats into integers (INT_MIN, as x86 casts),
  * integer narrowing, int64 into float32 in one rounding, and anything nonzero into bool. */
