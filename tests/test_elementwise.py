@@ -292,6 +292,29 @@ def test_unary_special_values():
                                torch.exp2(torch.arange(-30.0, 31.0)), rtol=0, atol=0)
 
 
+def test_special_values_of_the_inverse_hyperbolic_and_activation_rows():
+    """The float32 rows' edges as on the CPU: signed zeros, infinities, NaN, the ends of the
+    domains, and large arguments (tan past the vector reduction's range, asinh/acosh past
+    x^2's)."""
+    edge = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1.0, -1.0, 0.5, -0.5, 1e-30, 3.0, -3.0,
+            2.5, -2.5, 100.0, -100.0, 1e5, 3e38, 88.5, -88.5, 89.2]
+    x = torch.tensor(edge)
+    fns = [torch.atan, torch.asin, torch.acos, torch.tan, torch.sinh, torch.cosh, torch.asinh, torch.acosh,
+           torch.atanh, torch.frac, torch.nn.functional.hardswish, torch.nn.functional.hardsigmoid,
+           torch.nn.functional.logsigmoid, torch.nn.functional.softplus,
+           lambda t: torch.nn.functional.leaky_relu(t, 0.2), lambda t: torch.nn.functional.softplus(t, 2.0, 5.0)]
+    for fn in fns:
+        native_only(lambda: check(fn, x))
+        check(fn, x.to(torch.bfloat16))
+    check(torch.tan, torch.tensor([1e4, -3e5, 8191.9, 8192.1, 1.5707964]))
+    a = torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), float("inf"), float("nan"), 2.0, -7.0, 3e38])
+    b = torch.tensor([0.0, 0.0, -0.0, -0.0, float("inf"), -float("inf"), float("inf"), -float("inf"), 1.0, 1.0, -3.0, 0.0, 3e38])
+    for fn in (torch.atan2, torch.copysign, torch.hypot):
+        native_only(lambda: check(fn, a, b))
+        native_only(lambda: check(fn, b, a))
+    check(torch.hypot, torch.tensor([float("nan"), float("inf")]), torch.tensor([float("inf"), float("nan")]))
+
+
 @pytest.mark.parametrize("dtype", INTS + [torch.bool], ids=str)
 def test_unary_integers(dtype):
     x = make((5, 11), dtype)

@@ -11,11 +11,11 @@ def test_fallback_op_is_correct_and_counted(quiet_fallback):
     torch_neuronx.clear_op_tracking()
     a = torch.randn(5, 7)
     b = torch.randn(5, 7)
-    out = torch.atan2(a.to("neuron"), b.to("neuron"))
+    out = torch.nextafter(a.to("neuron"), b.to("neuron"))
     assert out.device.type == "neuron"
-    torch.testing.assert_close(out.cpu(), torch.atan2(a, b))
+    torch.testing.assert_close(out.cpu(), torch.nextafter(a, b))
     fb = torch_neuronx.get_fallback_ops()
-    assert fb == {"aten::atan2.out": 1}
+    assert fb == {"aten::nextafter.out": 1}
     ex = torch_neuronx.get_executed_ops()
     assert ex["aten::_copy_from"] >= 3   # two inputs to the CPU, the result back
     torch_neuronx.clear_op_tracking()
@@ -92,13 +92,13 @@ def test_coverage_tool(tmp_path):
     listed = set(out.stdout.split())
     # computed through a native out= form (structured ops): not on the fallback
     assert {"aten::pow.Tensor_Scalar", "aten::clamp_", "aten::_softmax"}.isdisjoint(listed)
-    assert {"aten::atan2", "aten::atan2.out"} <= listed  # no neuron kernel yet
+    assert {"aten::nextafter", "aten::nextafter.out"} <= listed  # no neuron kernel yet
     from torch_neuronx.tools.coverage import op_coverage
     kinds = op_coverage()
     assert kinds["aten::add.out"] == "native" and kinds["aten::pow.Tensor_Scalar"] == "out"
     script = tmp_path / "s.py"
-    script.write_text("import torch\nx = torch.ones(3, device='neuron')\n(x + 1).cpu()\ntorch.atan2(x, x).cpu()\n")
+    script.write_text("import torch\nx = torch.ones(3, device='neuron')\n(x + 1).cpu()\ntorch.nextafter(x, x).cpu()\n")
     out = subprocess.run([sys.executable, "-m", "torch_neuronx.tools.coverage", str(script)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "fallback         1  aten::atan2.out" in out.stdout
+    assert "fallback         1  aten::nextafter.out" in out.stdout

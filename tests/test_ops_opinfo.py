@@ -61,13 +61,16 @@ OP_NAMES = [
     "abs", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "where", "clamp", "masked_fill", "lerp", "addcmul", "addcdiv",
     "log2", "log10", "exp2", "expm1", "log1p", "xlogy", "remainder", "fmod", "floor_divide",
+    "erf", "erfinv", "sign", "round", "frac", "atan", "asin", "acos", "tan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "atan2", "copysign", "hypot",
     # reductions, scans, softmax, sorting
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "var", "std",
     "var_mean", "std_mean", "norm", "linalg.vector_norm", "all", "any", "cumsum", "logsumexp",
     "softmax", "log_softmax", "topk", "sort", "nansum", "rsub",
     # activations Transformers' ACT2FN offers besides gelu/silu/relu
     "nn.functional.hardtanh", "nn.functional.relu6", "nn.functional.leaky_relu", "nn.functional.elu",
-    "nn.functional.mish", "roll",
+    "nn.functional.mish", "nn.functional.hardswish", "nn.functional.hardsigmoid",
+    "nn.functional.softplus", "nn.functional.logsigmoid", "roll",
     # matrix products and nn
     "mm", "bmm", "addmm", "baddbmm", "matmul", "nn.functional.linear",
     "nn.functional.layer_norm", "nn.functional.rms_norm",

@@ -52,6 +52,19 @@ typedef enum tn_unary_op {
     TN_UNARY_LOG2,
     TN_UNARY_LOG10,
     TN_UNARY_EXP2,
+    TN_UNARY_ATAN,
+    TN_UNARY_ASIN,
+    TN_UNARY_ACOS,
+    TN_UNARY_TAN,
+    TN_UNARY_SINH,
+    TN_UNARY_COSH,
+    TN_UNARY_ASINH,
+    TN_UNARY_ACOSH,
+    TN_UNARY_ATANH,
+    TN_UNARY_FRAC,        /* x - trunc(x) */
+    TN_UNARY_HARDSIGMOID, /* min(max(x + 3, 0), 6) / 6 */
+    TN_UNARY_HARDSWISH,   /* x min(max(x + 3, 0), 6) / 6 */
+    TN_UNARY_LOG_SIGMOID, /* min(x, 0) - log1p(e^-|x|) */
     TN_UNARY_COUNT_
 } tn_unary_op;
 
@@ -88,6 +101,15 @@ typedef enum tn_binary_op {
     TN_BINARY_REMAINDER,          /* a - b * floor(a / b): the sign of b (Python's %) */
     TN_BINARY_FMOD,               /* a - b * trunc(a / b): the sign of a (C's fmod and %) */
     TN_BINARY_CLAMP,              /* minimum(maximum(a, b), alpha): clamp to [b, alpha], NaN propagates */
+    TN_BINARY_ATAN2,              /* atan2(a, b): the angle of (b, a) */
+    TN_BINARY_COPYSIGN,           /* |a| with b's sign */
+    TN_BINARY_HYPOT,              /* sqrt(a^2 + b^2) without overflow */
+    TN_BINARY_LEAKY_RELU,         /* a > 0 ? a : alpha a (b is a again) */
+    TN_BINARY_LEAKY_RELU_BACKWARD, /* b > 0 ? a : alpha a */
+    TN_BINARY_HARDSIGMOID_BACKWARD, /* -3 < b < 3 ? a / 6 : 0 */
+    TN_BINARY_HARDSWISH_BACKWARD,   /* b < -3 ? 0 : b <= 3 ? a (b / 3 + 1/2) : a */
+    TN_BINARY_LOG_SIGMOID_BACKWARD, /* a sigmoid(-b) */
+    TN_BINARY_SOFTPLUS,             /* b is beta, alpha the threshold: a b > alpha ? a : log1p(e^(a b)) / b */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

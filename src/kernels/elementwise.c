@@ -100,6 +100,19 @@ static double unary_double(tn_unary_op op, double x) {
     case TN_UNARY_ROUND: return nearbyint(x);
     case TN_UNARY_TRUNC: return trunc(x);
     case TN_UNARY_SIGN: return (double)((x > 0) - (x < 0)); /* 0 for NaN, as PyTorch */
+    case TN_UNARY_ATAN: return atan(x);
+    case TN_UNARY_ASIN: return asin(x);
+    case TN_UNARY_ACOS: return acos(x);
+    case TN_UNARY_TAN: return tan(x);
+    case TN_UNARY_SINH: return sinh(x);
+    case TN_UNARY_COSH: return cosh(x);
+    case TN_UNARY_ASINH: return asinh(x);
+    case TN_UNARY_ACOSH: return acosh(x);
+    case TN_UNARY_ATANH: return atanh(x);
+    case TN_UNARY_FRAC: return x - trunc(x);
+    case TN_UNARY_HARDSIGMOID: return fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0 + (x - x); /* x - x: NaN stays NaN */
+    case TN_UNARY_HARDSWISH: return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
+    case TN_UNARY_LOG_SIGMOID: return fmin(x, 0.0) - log1p(exp(-fabs(x))) + (x - x);
     default: return 0.0;
     }
 }
@@ -150,6 +163,15 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     }
     case TN_BINARY_POW: return pow(a, b);
     case TN_BINARY_XLOGY: return b != b ? b : (a == 0 ? 0.0 : a * log(b));
+    case TN_BINARY_ATAN2: return atan2(a, b);
+    case TN_BINARY_COPYSIGN: return copysign(a, b);
+    case TN_BINARY_HYPOT: return hypot(a, b);
+    case TN_BINARY_LEAKY_RELU: return a > 0 ? a : a * alpha;
+    case TN_BINARY_LEAKY_RELU_BACKWARD: return b > 0 ? a : a * alpha;
+    case TN_BINARY_HARDSIGMOID_BACKWARD: return b > -3.0 && b < 3.0 ? a / 6.0 : 0.0;
+    case TN_BINARY_HARDSWISH_BACKWARD: return b < -3.0 ? 0.0 : (b <= 3.0 ? a * (b / 3.0 + 0.5) : a);
+    case TN_BINARY_LOG_SIGMOID_BACKWARD: return a / (1.0 + exp(b));
+    case TN_BINARY_SOFTPLUS: return a * b > alpha ? a : log1p(exp(a * b)) / b;
     case TN_BINARY_FMOD: return fmod(a, b);
     case TN_BINARY_REMAINDER: {
         double m = fmod(a, b);

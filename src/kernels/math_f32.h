@@ -236,26 +236,121 @@ TN_INLINE float tn_erfinvf(float y) {
     return fabsf(y) <= 1.0f ? x : NAN;
 }
 
-/* sin x (cosine: cos x, the same with the quadrant moved by one): x = n pi/2 + r with
- * |r| <= pi/4 by Cody-Waite reduction in four parts (the first two have few enough bits that
- * n times them is exact for |n| < 2^13), n = rint(2x / pi) from the 1.5 * 2^23 addition as in
- * tn_expf (its low bits are n mod 4), then odd and even polynomials on r (the classic minimax
- * coefficients). Accurate for |x| <= 8192; callers redo larger arguments in double. */
-TN_INLINE float tn_sin_cosf(float x, int cosine) {
+/* x = n pi/2 + r with |r| <= pi/4 by Cody-Waite reduction in four parts (the first two have
+ * few enough bits that n times them is exact for |n| < 2^13), n = rint(2x / pi) from the
+ * 1.5 * 2^23 addition as in tn_exp_reduce. Returns r; *q receives n's low bits (n mod 4 in its
+ * last two). Accurate for |x| <= 8192; callers redo larger arguments in double. */
+TN_INLINE float tn_trig_reduce(float x, int32_t *q) {
     float t = TN_FMA(x, 0.63661977236758134f, 12582912.0f);
     float n = t - 12582912.0f;
-    int32_t q = (int32_t)tn_f32_bits(t) + cosine;
+    *q = (int32_t)tn_f32_bits(t);
     float r = TN_FMA(n, -1.5703125f, x);
     r = TN_FMA(n, -4.837512969970703125e-4f, r);
     r = TN_FMA(n, -7.549790126404332e-8f, r);
-    r = TN_FMA(n, 1.7151245100058819e-15f, r); /* what the third part's rounding left */
+    return TN_FMA(n, 1.7151245100058819e-15f, r); /* what the third part's rounding left */
+}
+
+/* sin r and cos r for |r| <= pi/4: odd and even polynomials (the classic minimax coefficients). */
+TN_INLINE float tn_sin_poly(float r) {
     float z = r * r;
-    float s = TN_FMA(TN_FMA(TN_FMA(-1.9515295891e-4f, z, 8.3321608736e-3f), z, -1.6666654611e-1f), z * r, r);
-    float c = TN_FMA(TN_FMA(TN_FMA(2.443315711809948e-5f, z, -1.388731625493765e-3f), z, 4.166664568298827e-2f),
-                     z * z, TN_FMA(-0.5f, z, 1.0f));
-    float v = (q & 1) ? c : s;
+    return TN_FMA(TN_FMA(TN_FMA(-1.9515295891e-4f, z, 8.3321608736e-3f), z, -1.6666654611e-1f), z * r, r);
+}
+
+TN_INLINE float tn_cos_poly(float r) {
+    float z = r * r;
+    return TN_FMA(TN_FMA(TN_FMA(2.443315711809948e-5f, z, -1.388731625493765e-3f), z, 4.166664568298827e-2f),
+                  z * z, TN_FMA(-0.5f, z, 1.0f));
+}
+
+/* sin x (cosine: cos x, the same with the quadrant moved by one). */
+TN_INLINE float tn_sin_cosf(float x, int cosine) {
+    int32_t q;
+    float r = tn_trig_reduce(x, &q);
+    q += cosine;
+    float v = (q & 1) ? tn_cos_poly(r) : tn_sin_poly(r);
     v = (q & 2) ? -v : v;
     return !cosine && x == 0.0f ? x : v; /* sin(-0) = -0 */
+}
+
+/* tan x = sin r / cos r, or -cos r / sin r in the odd quadrants. */
+TN_INLINE float tn_tanf(float x) {
+    int32_t q;
+    float r = tn_trig_reduce(x, &q);
+    float s = tn_sin_poly(r), c = tn_cos_poly(r);
+    float v = (q & 1) ? -c / s : s / c;
+    return x == 0.0f ? x : v;
+}
+
+/* atan x: |x| reduced to |y| <= tan(pi/8) by atan x = pi/2 + atan(-1/x) above tan(3pi/8) and
+ * pi/4 + atan((x - 1)/(x + 1)) above tan(pi/8) (one division for either), then y + y^3 P(y^2)
+ * (the classic minimax coefficients), the pi/2 or pi/4 added in two parts. */
+TN_INLINE float tn_atanf(float x) {
+    float ax = fabsf(x);
+    int big = ax > 2.41421356f, mid = ax > 0.41421356f;
+    float num = big ? -1.0f : (mid ? ax - 1.0f : ax), den = big ? ax : (mid ? ax + 1.0f : 1.0f);
+    float y = num / den, z = y * y;
+    float p = TN_FMA(TN_FMA(TN_FMA(8.05374449538e-2f, z, -1.38776856032e-1f), z, 1.99777106478e-1f), z,
+                     -3.33329491539e-1f);
+    float hi = big ? 1.57079637f : (mid ? 0.785398185f : 0.0f);
+    float lo = big ? -4.37113883e-8f : (mid ? -2.18556941e-8f : 0.0f);
+    return __builtin_copysignf(hi + (TN_FMA(p * z, y, y) + lo), x);
+}
+
+/* asin s for 0 <= s <= 1/2 as s + s z P(z), z = s^2 (the classic minimax coefficients). */
+TN_INLINE float tn_asin_poly(float s, float z) {
+    float p = TN_FMA(TN_FMA(TN_FMA(TN_FMA(4.2163199048e-2f, z, 2.4181311049e-2f), z, 4.5470025998e-2f), z,
+                            7.4953002686e-2f), z, 1.6666752422e-1f);
+    return TN_FMA(s * z, p, s);
+}
+
+/* asin x and acos x from a = asin of sqrt((1 - |x|) / 2) above |x| = 1/2 (asin |x| = pi/2 - 2a,
+ * acos |x| = 2a) and asin |x| itself below, pi/2 and pi in two parts. |x| > 1 gives NaN (the
+ * square root of a negative). */
+TN_INLINE float tn_asin_acosf(float x, int cosine) {
+    float ax = fabsf(x);
+    int big = ax > 0.5f;
+    float z = big ? 0.5f * (1.0f - ax) : ax * ax;
+    float a = tn_asin_poly(big ? sqrtf(z) : ax, z);
+    /* pi/2 = 1.57079637 - 4.37113883e-8 and pi = 3.14159274 - 8.74227766e-8 */
+    if (!cosine) return __builtin_copysignf(big ? 1.57079637f - (2.0f * a + 4.37113883e-8f) : a, x);
+    float pos = big ? 2.0f * a : 1.57079637f - (a + 4.37113883e-8f); /* acos |x| */
+    float neg = big ? 3.14159274f - (2.0f * a + 8.74227766e-8f) : 1.57079637f + (a - 4.37113883e-8f);
+    return x < 0.0f ? neg : pos;
+}
+
+/* sinh x = (m + m / (m + 1)) / 2 for m = e^|x| - 1 (no cancellation near 0), and from |x| = 88,
+ * where e^|x| overflows before sinh does, h (h / 2) for h = e^(|x| / 2). */
+TN_INLINE float tn_sinhf(float x) {
+    float ax = fabsf(x), m = tn_expm1f(ax), h = tn_expf(0.5f * ax);
+    float r = ax > 88.0f ? (0.5f * h) * h : 0.5f * (m + m / (m + 1.0f));
+    return __builtin_copysignf(r, x);
+}
+
+TN_INLINE float tn_coshf(float x) {
+    float ax = fabsf(x), e = tn_expf(ax), h = tn_expf(0.5f * ax);
+    return ax > 88.0f ? (0.5f * h) * h : TN_FMA(0.5f, e, 0.5f / e);
+}
+
+/* asinh x = log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) (no cancellation near 0), ln |x| + ln 2 from
+ * |x| = 2^12 (where x^2 would overflow first), with x's sign. */
+TN_INLINE float tn_asinhf(float x) {
+    float ax = fabsf(x), z = ax * ax;
+    float r = ax < 4096.0f ? tn_log1pf(ax + z / (1.0f + sqrtf(1.0f + z))) : tn_logf(ax) + 0.693147181f;
+    return __builtin_copysignf(r, x);
+}
+
+/* acosh x = log1p(t + sqrt(2t + t^2)) for t = x - 1 (exact near 1), ln x + ln 2 from 2^12; NaN
+ * below 1. */
+TN_INLINE float tn_acoshf(float x) {
+    float t = x - 1.0f;
+    float r = x < 4096.0f ? tn_log1pf(t + sqrtf(TN_FMA(t, t, 2.0f * t))) : tn_logf(x) + 0.693147181f;
+    return x < 1.0f ? NAN : r;
+}
+
+/* atanh x = log1p(2|x| / (1 - |x|)) / 2 with x's sign: +-inf at +-1, NaN beyond. */
+TN_INLINE float tn_atanhf(float x) {
+    float ax = fabsf(x);
+    return __builtin_copysignf(0.5f * tn_log1pf(2.0f * ax / (1.0f - ax)), x);
 }
 
 /* PyTorch's floor division of a by b (b nonzero) from m = fmod(a, b) (exact), in double: the

@@ -139,6 +139,33 @@ TN_INLINE float f_gelu_tanh_bw(float g, float x, float al) {
     return g * (0.5f * (1.0f + t) + left);
 }
 
+TN_INLINE float f_xlogy(float a, float b, float al) {
+    (void)al;
+    return b != b ? b : (a == 0.0f ? 0.0f : a * tn_logf(b));
+}
+TN_INLINE float f_copysign(float a, float b, float al) { (void)al; return __builtin_copysignf(a, b); }
+/* in double: a^2 + b^2 neither overflows nor loses bits, and one rounding at the end */
+TN_INLINE float f_hypot(float a, float b, float al) {
+    (void)al;
+    float r = (float)__builtin_sqrt((double)a * a + (double)b * b);
+    return fabsf(a) == INFINITY || fabsf(b) == INFINITY ? INFINITY : r;
+}
+TN_INLINE float f_leaky_relu(float a, float b, float al) { (void)b; return a > 0.0f ? a : a * al; }
+TN_INLINE float f_leaky_relu_bw(float g, float x, float al) { return x > 0.0f ? g : g * al; }
+TN_INLINE float f_hardsigmoid_bw(float g, float x, float al) {
+    (void)al;
+    return x > -3.0f && x < 3.0f ? g / 6.0f : 0.0f;
+}
+TN_INLINE float f_hardswish_bw(float g, float x, float al) {
+    (void)al;
+    return x < -3.0f ? 0.0f : (x <= 3.0f ? g * (x / 3.0f + 0.5f) : g);
+}
+TN_INLINE float f_log_sigmoid_bw(float g, float x, float al) { (void)al; return g * tn_sigmoidf(-x); }
+/* b is beta, al the threshold, as PyTorch's softplus */
+TN_INLINE float f_softplus(float a, float b, float al) {
+    float y = a * b;
+    return y > al ? a : tn_log1pf(tn_expf(y)) / b;
+}
 TN_INLINE float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
 TN_INLINE float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
 TN_INLINE float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
@@ -189,11 +216,11 @@ TN_INLINE float f_erfinv(float x) { return tn_erfinvf(x); }
 TN_INLINE float f_sin(float x) { return tn_sin_cosf(x, 0); }
 TN_INLINE float f_cos(float x) { return tn_sin_cosf(x, 1); }
 
-/* sin or cos of a row in chunks: the vector reduction covers |x| <= 8192, and the rare larger
- * arguments (found by a vector test first: the loop with the call is scalar) are redone in
- * double from the chunk's input. A contiguous row apart from its output is read and written in
- * place; otherwise the chunk is copied in and out (so o may be x). */
-TN_INLINE void trig_row(int cosine, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
+/* sin, cos or tan of a row in chunks (kind 0, 1, 2): the vector reduction covers |x| <= 8192,
+ * and the rare larger arguments (found by a vector test first: the loop with the call is
+ * scalar) are redone in double from the chunk's input. A contiguous row apart from its output
+ * is read and written in place; otherwise the chunk is copied in and out (so o may be x). */
+TN_INLINE void trig_row(int kind, int64_t n, float *o, int64_t os, const float *x, int64_t xs) {
     const int direct = os == 1 && xs == 1 && (o + n <= x || x + n <= o);
     float inbuf[256], outbuf[256];
     for (int64_t c = 0; c < n; c += 256) {
@@ -202,17 +229,58 @@ TN_INLINE void trig_row(int cosine, int64_t n, float *o, int64_t os, const float
         float *out = direct ? o + c : outbuf;
         if (!direct)
             for (int64_t i = 0; i < m; i++) inbuf[i] = x[(c + i) * xs];
-        if (cosine)
+        if (kind == 1)
             for (int64_t i = 0; i < m; i++) out[i] = f_cos(in[i]);
+        else if (kind == 2)
+            for (int64_t i = 0; i < m; i++) out[i] = tn_tanf(in[i]);
         else
             for (int64_t i = 0; i < m; i++) out[i] = f_sin(in[i]);
         int big = 0;
         for (int64_t i = 0; i < m; i++) big |= fabsf(in[i]) > 8192.0f;
         if (big)
             for (int64_t i = 0; i < m; i++)
-                if (fabsf(in[i]) > 8192.0f) out[i] = (float)(cosine ? cos((double)in[i]) : sin((double)in[i]));
+                if (fabsf(in[i]) > 8192.0f) {
+                    double v = in[i];
+                    out[i] = (float)(kind == 1 ? cos(v) : kind == 2 ? tan(v) : sin(v));
+                }
         if (!direct)
             for (int64_t i = 0; i < m; i++) o[(c + i) * os] = outbuf[i];
+    }
+}
+
+/* atan2(a, b) of a row in chunks: the angle of min(|a|, |b|) / max(|a|, |b|) moved to its
+ * octant and quadrant, for every element; where that quotient is not finite (both zero or
+ * both infinite: the signed zeros and pi/4 multiples atan2 defines there) the element is
+ * redone with libm's atan2. */
+TN_INLINE float tn_atan2_vec(float y, float x) {
+    float ay = fabsf(y), ax = fabsf(x);
+    int swap = ay > ax;
+    float a = tn_atanf((swap ? ax : ay) / (swap ? ay : ax));
+    a = swap ? 1.57079637f - (a + 4.37113883e-8f) : a;
+    a = x < 0.0f ? 3.14159274f - (a + 8.74227766e-8f) : a;
+    return __builtin_copysignf(a, y);
+}
+
+TN_INLINE void atan2_row(int64_t n, float *o, int64_t os, const float *a, int64_t as, const float *b, int64_t bs) {
+    float xa[256], xb[256], out[256];
+    for (int64_t c = 0; c < n; c += 256) {
+        int64_t m = n - c < 256 ? n - c : 256;
+        for (int64_t i = 0; i < m; i++) {
+            xa[i] = a[(c + i) * as];
+            xb[i] = b[(c + i) * bs];
+        }
+        int odd = 0;
+        for (int64_t i = 0; i < m; i++) out[i] = tn_atan2_vec(xa[i], xb[i]);
+        for (int64_t i = 0; i < m; i++) {
+            float big = fabsf(xa[i]) > fabsf(xb[i]) ? fabsf(xa[i]) : fabsf(xb[i]);
+            odd |= big == 0.0f || big == INFINITY;
+        }
+        if (odd)
+            for (int64_t i = 0; i < m; i++) {
+                float big = fabsf(xa[i]) > fabsf(xb[i]) ? fabsf(xa[i]) : fabsf(xb[i]);
+                if (big == 0.0f || big == INFINITY) out[i] = (float)atan2((double)xa[i], (double)xb[i]);
+            }
+        for (int64_t i = 0; i < m; i++) o[(c + i) * os] = out[i];
     }
 }
 
@@ -221,6 +289,27 @@ TN_INLINE float f_floor(float x) { return floorf(x); }
 TN_INLINE float f_ceil(float x) { return ceilf(x); }
 TN_INLINE float f_trunc(float x) { return truncf(x); }
 TN_INLINE float f_round(float x) { return __builtin_rintf(x); } /* half to even */
+TN_INLINE float f_atan(float x) { return tn_atanf(x); }
+TN_INLINE float f_asin(float x) { return tn_asin_acosf(x, 0); }
+TN_INLINE float f_acos(float x) { return tn_asin_acosf(x, 1); }
+TN_INLINE float f_sinh(float x) { return tn_sinhf(x); }
+TN_INLINE float f_cosh(float x) { return tn_coshf(x); }
+TN_INLINE float f_asinh(float x) { return tn_asinhf(x); }
+TN_INLINE float f_acosh(float x) { return tn_acoshf(x); }
+TN_INLINE float f_atanh(float x) { return tn_atanhf(x); }
+TN_INLINE float f_frac(float x) { return x - truncf(x); }
+/* min(max(x + 3, 0), 6) / 6 with NaN kept, as the CPU's kernel computes it */
+TN_INLINE float f_hardsigmoid(float x) {
+    float t = x + 3.0f;
+    t = t < 0.0f ? 0.0f : t;
+    return (t > 6.0f ? 6.0f : t) / 6.0f;
+}
+TN_INLINE float f_hardswish(float x) {
+    float t = x + 3.0f;
+    t = t < 0.0f ? 0.0f : t;
+    return x * (t > 6.0f ? 6.0f : t) / 6.0f;
+}
+TN_INLINE float f_log_sigmoid(float x) { return (x < 0.0f ? x : 0.0f) - tn_log1pf(tn_expf(-fabsf(x))); }
 TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 0 for NaN, as the generic path */
 
 /* The ops whose row is one element function applied by row1 / row2: the float32 rows and the
@@ -230,7 +319,11 @@ TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 
     X(TN_BINARY_MAXIMUM, f_max) X(TN_BINARY_MINIMUM, f_min) X(TN_BINARY_CLAMP, f_clamp)                     \
     X(TN_BINARY_THRESHOLD_BACKWARD, f_threshold_bw) X(TN_BINARY_SIGMOID_BACKWARD, f_sigmoid_bw)             \
     X(TN_BINARY_TANH_BACKWARD, f_tanh_bw) X(TN_BINARY_SILU_BACKWARD, f_silu_bw)                             \
-    X(TN_BINARY_GELU_TANH_BACKWARD, f_gelu_tanh_bw) X(TN_BINARY_GELU_BACKWARD, f_gelu_bw)
+    X(TN_BINARY_GELU_TANH_BACKWARD, f_gelu_tanh_bw) X(TN_BINARY_GELU_BACKWARD, f_gelu_bw)                   \
+    X(TN_BINARY_XLOGY, f_xlogy) X(TN_BINARY_COPYSIGN, f_copysign) X(TN_BINARY_HYPOT, f_hypot)               \
+    X(TN_BINARY_LEAKY_RELU, f_leaky_relu) X(TN_BINARY_LEAKY_RELU_BACKWARD, f_leaky_relu_bw)                 \
+    X(TN_BINARY_HARDSIGMOID_BACKWARD, f_hardsigmoid_bw) X(TN_BINARY_HARDSWISH_BACKWARD, f_hardswish_bw)     \
+    X(TN_BINARY_LOG_SIGMOID_BACKWARD, f_log_sigmoid_bw) X(TN_BINARY_SOFTPLUS, f_softplus)
 
 #define TN_UNARY_ELEMENT_OPS(X)                                                                             \
     X(TN_UNARY_NEG, f_neg) X(TN_UNARY_ABS, f_abs) X(TN_UNARY_EXP, f_exp) X(TN_UNARY_SQRT, f_sqrt)           \
@@ -239,7 +332,11 @@ TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 
     X(TN_UNARY_GELU, f_gelu) X(TN_UNARY_LOG, f_log) X(TN_UNARY_LOG2, f_log2) X(TN_UNARY_LOG10, f_log10)     \
     X(TN_UNARY_LOG1P, f_log1p) X(TN_UNARY_EXPM1, f_expm1) X(TN_UNARY_EXP2, f_exp2) X(TN_UNARY_ERF, f_erf)   \
     X(TN_UNARY_ERFINV, f_erfinv) X(TN_UNARY_RELU, f_relu) X(TN_UNARY_FLOOR, f_floor)                        \
-    X(TN_UNARY_CEIL, f_ceil) X(TN_UNARY_TRUNC, f_trunc) X(TN_UNARY_ROUND, f_round) X(TN_UNARY_SIGN, f_sign)
+    X(TN_UNARY_CEIL, f_ceil) X(TN_UNARY_TRUNC, f_trunc) X(TN_UNARY_ROUND, f_round) X(TN_UNARY_SIGN, f_sign)   \
+    X(TN_UNARY_ATAN, f_atan) X(TN_UNARY_ASIN, f_asin) X(TN_UNARY_ACOS, f_acos) X(TN_UNARY_SINH, f_sinh)     \
+    X(TN_UNARY_COSH, f_cosh) X(TN_UNARY_ASINH, f_asinh) X(TN_UNARY_ACOSH, f_acosh) X(TN_UNARY_ATANH, f_atanh) \
+    X(TN_UNARY_FRAC, f_frac) X(TN_UNARY_HARDSIGMOID, f_hardsigmoid) X(TN_UNARY_HARDSWISH, f_hardswish)      \
+    X(TN_UNARY_LOG_SIGMOID, f_log_sigmoid)
 
 /* Returns 0 when the op has no float32 row here (the caller uses the generic path). */
 TN_INLINE int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os, const float *a, int64_t as,
@@ -251,6 +348,7 @@ TN_INLINE int binary_f32_rows(tn_binary_op op, int64_t n, float *o, int64_t os, 
     case TN_BINARY_FMOD:
     case TN_BINARY_REMAINDER:
     case TN_BINARY_DIV_FLOOR: quotient_row(op, n, o, os, a, as, b, bs); return 1;
+    case TN_BINARY_ATAN2: atan2_row(n, o, os, a, as, b, bs); return 1;
     default: return 0;
     }
 #undef TN_CASE
@@ -262,6 +360,7 @@ TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os, co
     TN_UNARY_ELEMENT_OPS(TN_CASE)
     case TN_UNARY_SIN: trig_row(0, n, o, os, x, xs); return 1;
     case TN_UNARY_COS: trig_row(1, n, o, os, x, xs); return 1;
+    case TN_UNARY_TAN: trig_row(2, n, o, os, x, xs); return 1;
     default: return 0;
     }
 #undef TN_CASE

@@ -87,6 +87,19 @@ static double ref_unary(tn_unary_op op, double x) {
     case TN_UNARY_EXP2: return exp2(x);
     case TN_UNARY_ERF: return erf(x);
     case TN_UNARY_ERFINV: return ref_erfinv(x);
+    case TN_UNARY_ATAN: return atan(x);
+    case TN_UNARY_ASIN: return asin(x);
+    case TN_UNARY_ACOS: return acos(x);
+    case TN_UNARY_TAN: return tan(x);
+    case TN_UNARY_SINH: return sinh(x);
+    case TN_UNARY_COSH: return cosh(x);
+    case TN_UNARY_ASINH: return asinh(x);
+    case TN_UNARY_ACOSH: return acosh(x);
+    case TN_UNARY_ATANH: return atanh(x);
+    case TN_UNARY_FRAC: return x - trunc(x);
+    case TN_UNARY_HARDSIGMOID: return x != x ? x : fmin(fmax(x + 3, 0), 6) / 6;
+    case TN_UNARY_HARDSWISH: return x * fmin(fmax(x + 3, 0), 6) / 6;
+    case TN_UNARY_LOG_SIGMOID: return fmin(x, 0) - log1p(exp(-fabs(x)));
     default: return NAN;
     }
 }
@@ -101,7 +114,7 @@ void test_unary_rows_every_isa(void) {
             /* erfinv's domain is [-1, 1]: the inputs scaled into it (and past it at +-10) */
             static float scaled[N];
             const float *in = inputs;
-            if (op == TN_UNARY_ERFINV) {
+            if (op == TN_UNARY_ERFINV || op == TN_UNARY_ASIN || op == TN_UNARY_ACOS || op == TN_UNARY_ATANH) {
                 for (int i = 0; i < N; i++) scaled[i] = inputs[i] / 9.99f;
                 in = scaled;
             }
@@ -169,6 +182,13 @@ void test_math_ulp_every_isa(void) {
         {TN_UNARY_EXP2, -125.9f, 127.9f, 1.5f}, {TN_UNARY_EXP2, -1.0f, 1.0f, 1.5f},
         {TN_UNARY_ERF, -5.0f, 5.0f, 3.0f},     {TN_UNARY_ERF, -1.2f, 1.2f, 3.0f},
         {TN_UNARY_ERFINV, -0.999999f, 0.999999f, 4.0f}, {TN_UNARY_ERFINV, -0.3f, 0.3f, 4.0f},
+        {TN_UNARY_ATAN, -100.0f, 100.0f, 3.0f}, {TN_UNARY_ATAN, -3.0f, 3.0f, 3.0f},
+        {TN_UNARY_ASIN, -1.0f, 1.0f, 3.0f},   {TN_UNARY_ACOS, -1.0f, 1.0f, 3.0f},
+        {TN_UNARY_TAN, -8000.0f, 8000.0f, 6.0f}, {TN_UNARY_TAN, -1.6f, 1.6f, 4.0f},
+        {TN_UNARY_SINH, -89.0f, 89.0f, 3.0f}, {TN_UNARY_SINH, -1.5f, 1.5f, 3.0f},
+        {TN_UNARY_COSH, -89.0f, 89.0f, 3.0f}, {TN_UNARY_ASINH, -1e6f, 1e6f, 3.0f},
+        {TN_UNARY_ASINH, -2.0f, 2.0f, 3.0f},  {TN_UNARY_ACOSH, 1.0f, 1e6f, 3.0f},
+        {TN_UNARY_ACOSH, 1.0f, 3.0f, 3.0f},   {TN_UNARY_ATANH, -0.9999f, 0.9999f, 3.0f},
     };
     for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
         const tn_kernel_table *k = tn_kernels_for((tn_isa)isa);
@@ -221,6 +241,16 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
         double m = fmod(a, b);
         return m != 0 && (m < 0) != (b < 0) ? m + b : m;
     }
+    case TN_BINARY_XLOGY: return b != b ? b : (a == 0 ? 0.0 : a * log(b));
+    case TN_BINARY_ATAN2: return atan2(a, b);
+    case TN_BINARY_COPYSIGN: return copysign(a, b);
+    case TN_BINARY_HYPOT: return hypot(a, b);
+    case TN_BINARY_LEAKY_RELU: return a > 0 ? a : a * alpha;
+    case TN_BINARY_LEAKY_RELU_BACKWARD: return b > 0 ? a : a * alpha;
+    case TN_BINARY_HARDSIGMOID_BACKWARD: return b > -3 && b < 3 ? a / 6 : 0.0;
+    case TN_BINARY_HARDSWISH_BACKWARD: return b < -3 ? 0.0 : (b <= 3 ? a * (b / 3 + 0.5) : a);
+    case TN_BINARY_LOG_SIGMOID_BACKWARD: return a / (1.0 + exp(b));
+    case TN_BINARY_SOFTPLUS: return a * b > alpha ? a : log1p(exp(a * b)) / b;
     default: return NAN;
     }
 }

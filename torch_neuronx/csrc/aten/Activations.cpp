@@ -1,7 +1,8 @@
-// Activations Transformers' ACT2FN offers besides gelu/silu/relu (relu6 is hardtanh(0, 6),
-// leaky_relu, elu, mish), composed from native kernels with PyTorch's formulas; their
-// backward ops too. Inputs they do not take (integers, except for hardtanh) go to the CPU
-// fallback, which gives PyTorch's answer or error.
+// Activations Transformers' ACT2FN and vision models use besides gelu/silu/relu: leaky_relu,
+// hardsigmoid and hardswish (MobileNetV3) as one elementwise launch each, forward and backward;
+// elu and mish composed from native kernels with PyTorch's formulas (relu6 is hardtanh(0, 6)).
+// Inputs they do not take (integers, except for hardtanh) go to the CPU fallback, which gives
+// PyTorch's answer or error.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/clamp.h>
@@ -12,6 +13,10 @@
 #include <ATen/ops/expm1.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gt.h>
+#include <ATen/ops/hardsigmoid.h>
+#include <ATen/ops/hardsigmoid_backward.h>
+#include <ATen/ops/hardswish.h>
+#include <ATen/ops/hardswish_backward.h>
 #include <ATen/ops/hardtanh.h>
 #include <ATen/ops/hardtanh_backward.h>
 #include <ATen/ops/le.h>
@@ -37,19 +42,82 @@ using c10::Scalar;
 
 bool floating(const Tensor& t) { return at::isFloatingType(t.scalar_type()); }
 
+// One launch of `code` over self (both operands of a binary op), with `alpha` for the kernel.
+template <class Op, class... Args>
+Tensor& activation(tn_binary_op code, const Tensor& self, const Scalar& alpha, Tensor& out, Args&&... args) {
+  if (!floating(self)) return via_fallback<Op>(std::forward<Args>(args)...);
+  auto iter = at::TensorIterator::borrowing_binary_op(out, self, self);
+  if (!out.defined()) out = iter.output();
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
+  launch_binary(op_name<Op>(), code, iter, alpha);
+  return out;
+}
+
+// A backward op: grad_input = f(grad, self) with `alpha`.
+template <class Op, class... Args>
+Tensor& activation_backward(tn_binary_op code, const Tensor& grad, const Tensor& self, const Scalar& alpha,
+                            Tensor& grad_input, Args&&... args) {
+  if (!floating(self)) return via_fallback<Op>(std::forward<Args>(args)...);
+  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (!grad_input.defined()) grad_input = iter.output();
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
+  launch_binary(op_name<Op>(), code, iter, alpha);
+  return grad_input;
+}
+
 // leaky_relu(x) = x > 0 ? x : x * slope
 Tensor& leaky_relu_out(const Tensor& self, const Scalar& slope, Tensor& out) {
-  if (!floating(self)) return via_fallback<at::_ops::leaky_relu_out>(self, slope, out);
-  track_native("aten::leaky_relu.out");
-  return at::where_out(out, at::gt(self, 0), self, at::mul(self, slope));
+  return activation<at::_ops::leaky_relu_out>(TN_BINARY_LEAKY_RELU, self, slope, out, self, slope, out);
 }
 
 Tensor& leaky_relu_backward_out(const Tensor& grad, const Tensor& self, const Scalar& slope, bool self_is_result,
                                 Tensor& grad_input) {
-  if (!floating(self))
-    return via_fallback<at::_ops::leaky_relu_backward_grad_input>(grad, self, slope, self_is_result, grad_input);
-  track_native("aten::leaky_relu_backward.grad_input");
-  return at::where_out(grad_input, at::gt(self, 0), grad, at::mul(grad, slope));
+  return activation_backward<at::_ops::leaky_relu_backward_grad_input>(
+      TN_BINARY_LEAKY_RELU_BACKWARD, grad, self, slope, grad_input, grad, self, slope, self_is_result, grad_input);
+}
+
+// hardsigmoid(x) = min(max(x + 3, 0), 6) / 6, hardswish(x) = x hardsigmoid(x): unary ops,
+// launched as binary ones of x with itself so that they share the helpers above.
+Tensor& hardsigmoid_into(const Tensor& self, Tensor& out) {
+  if (!floating(self)) return via_fallback<at::_ops::hardsigmoid_out>(self, out);
+  auto iter = at::TensorIterator::unary_op(out, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardsigmoid_out>(self, out);
+  launch_unary("aten::hardsigmoid.out", TN_UNARY_HARDSIGMOID, iter);
+  return out;
+}
+
+Tensor& hardswish_into(const Tensor& self, Tensor& out) {
+  if (!floating(self)) return via_fallback<at::_ops::hardswish_out>(self, out);
+  auto iter = at::TensorIterator::unary_op(out, self);
+  if (!out.defined()) out = iter.output();
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardswish_out>(self, out);
+  launch_unary("aten::hardswish.out", TN_UNARY_HARDSWISH, iter);
+  return out;
+}
+
+Tensor hardswish(const Tensor& self) {
+  if (!floating(self)) return via_fallback<at::_ops::hardswish>(self);
+  Tensor out;
+  return hardswish_into(self, out);
+}
+
+Tensor& hardswish_(Tensor& self) {
+  if (!floating(self)) return via_fallback<at::_ops::hardswish_>(self);
+  return hardswish_into(self, self);
+}
+
+Tensor& hardsigmoid_backward_out(const Tensor& grad, const Tensor& self, Tensor& grad_input) {
+  return activation_backward<at::_ops::hardsigmoid_backward_grad_input>(TN_BINARY_HARDSIGMOID_BACKWARD, grad, self, 0,
+                                                                       grad_input, grad, self, grad_input);
+}
+
+Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
+  if (!floating(self)) return via_fallback<at::_ops::hardswish_backward>(grad, self);
+  Tensor grad_input;
+  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardswish_backward>(grad, self);
+  launch_binary("aten::hardswish_backward", TN_BINARY_HARDSWISH_BACKWARD, iter);
+  return iter.output();
 }
 
 // elu(x) = x > 0 ? scale x : alpha scale (e^(input_scale x) - 1)
@@ -125,6 +193,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardtanh_backward", hardtanh_backward);
   m.impl("hardtanh_backward.grad_input", hardtanh_backward_out);
   m.impl("mish.out", mish_out);
+  m.impl("hardsigmoid.out", hardsigmoid_into);
+  m.impl("hardsigmoid_backward.grad_input", hardsigmoid_backward_out);
+  m.impl("hardswish", hardswish);
+  m.impl("hardswish_", hardswish_);
+  m.impl("hardswish.out", hardswish_into);
+  m.impl("hardswish_backward", hardswish_backward);
 }
 
 } // namespace torch_neuronx::ops

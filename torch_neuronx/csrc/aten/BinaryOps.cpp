@@ -9,6 +9,9 @@
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/xlogy.h>
+#include <ATen/ops/hypot.h>
+#include <ATen/ops/copysign.h>
+#include <ATen/ops/atan2.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/result_type.h>
@@ -105,6 +108,20 @@ Tensor& sub_out(const Tensor& self, const Tensor& other, const c10::Scalar& alph
 Tensor& div_out(const Tensor& self, const Tensor& other, Tensor& out) {
   auto iter = TensorIterator::binary_float_op(out, self, other);
   return binary<at::_ops::div_out>(TN_BINARY_DIV, iter, out, 1, self, other, out);
+}
+
+// Float ops of two tensors (integers promote to the default float dtype, as on the CPU).
+template <class Op, tn_binary_op code>
+Tensor& float_binary_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::binary_float_op(out, self, other);
+  return binary<Op>(code, iter, out, 1, self, other, out);
+}
+
+// hypot keeps its operands' dtype; integers have no kernel on the CPU either (its error).
+Tensor& hypot_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  auto iter = TensorIterator::borrowing_binary_op(out, self, other);
+  if (!at::isFloatingType(iter.common_dtype())) return via_fallback<at::_ops::hypot_out>(self, other, out);
+  return binary<at::_ops::hypot_out>(TN_BINARY_HYPOT, iter, out, 1, self, other, out);
 }
 
 Tensor& xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) {
@@ -280,6 +297,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("div.out", div_out);
   m.impl("div.out_mode", div_mode_out);
   m.impl("xlogy.OutTensor", xlogy_out);
+  m.impl("atan2.out", float_binary_out<at::_ops::atan2_out, TN_BINARY_ATAN2>);
+  m.impl("copysign.out", float_binary_out<at::_ops::copysign_out, TN_BINARY_COPYSIGN>);
+  m.impl("hypot.out", hypot_out);
   m.impl("maximum.out", same_type_out<at::_ops::maximum_out, TN_BINARY_MAXIMUM>);
   m.impl("minimum.out", same_type_out<at::_ops::minimum_out, TN_BINARY_MINIMUM>);
   m.impl("pow.Tensor_Tensor_out", pow_tensor_out);

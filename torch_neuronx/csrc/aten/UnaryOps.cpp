@@ -1,15 +1,23 @@
 // Unary elementwise ops. Float ops (exp, tanh, ...) promote integer inputs to the default
 // float dtype, as on the CPU; complex and exotic dtypes go to the CPU fallback.
 #include <ATen/ops/abs.h>
+#include <ATen/ops/acos.h>
+#include <ATen/ops/acosh.h>
+#include <ATen/ops/asin.h>
+#include <ATen/ops/asinh.h>
+#include <ATen/ops/atan.h>
+#include <ATen/ops/atanh.h>
 #include <ATen/ops/bitwise_not.h>
 #include <ATen/ops/ceil.h>
 #include <ATen/ops/cos.h>
+#include <ATen/ops/cosh.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/erf.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/exp2.h>
 #include <ATen/ops/expm1.h>
 #include <ATen/ops/floor.h>
+#include <ATen/ops/frac.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/log10.h>
@@ -25,7 +33,9 @@
 #include <ATen/ops/sign.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/sin.h>
+#include <ATen/ops/sinh.h>
 #include <ATen/ops/sqrt.h>
+#include <ATen/ops/tan.h>
 #include <ATen/ops/tanh.h>
 #include <ATen/ops/trunc.h>
 
@@ -44,6 +54,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/log_sigmoid_forward.h>
 #include <ATen/ops/log_sigmoid_backward.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
@@ -150,13 +161,22 @@ Tensor isnan(const Tensor& self) {
   return at::ne(self, self);
 }
 
-// softplus(x) = log1p(exp(beta x)) / beta, and x itself where beta x > threshold.
+// frac(x) = x - trunc(x): floats only (the CPU refuses integers).
+Tensor& frac_out(const Tensor& self, Tensor& out) {
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<at::_ops::frac_out>(self, out);
+  return same_type_out<at::_ops::frac_out, TN_UNARY_FRAC>(self, out);
+}
+
+// softplus(x) = log1p(exp(beta x)) / beta, and x itself where beta x > threshold: one launch,
+// beta as the second operand and the threshold as the kernel's alpha.
 Tensor& softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, Tensor& out) {
-  if (!at::isFloatingType(self.scalar_type())) return via_fallback<at::_ops::softplus_out>(self, beta, threshold, out);
-  track_native("aten::softplus.out");
-  Tensor scaled = at::mul(self, beta);
-  Tensor soft = at::div(at::log1p(at::exp(scaled)), beta);
-  return at::where_out(out, at::gt(scaled, threshold), self, soft);
+  using Op = at::_ops::softplus_out;
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(self, beta, threshold, out);
+  Tensor wrapped = at::native::wrapped_scalar_tensor(beta);
+  auto iter = TensorIterator::borrowing_binary_op(out, self, wrapped);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(self, beta, threshold, out);
+  launch_binary(op_name<Op>(), TN_BINARY_SOFTPLUS, iter, threshold);
+  return out;
 }
 
 Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
@@ -168,15 +188,14 @@ Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10:
   return at::where_out(grad_input, at::gt(scaled, threshold), grad, at::mul(grad, at::sigmoid(scaled)));
 }
 
-// log_sigmoid(x) = -softplus(-x), computed stably as min(x, 0) - log1p(exp(-|x|)); the buffer
-// output is unused by this backward.
+// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) in one launch; the buffer output (the CPU's
+// saved exp(-|x|)) is left empty: this backward computes from x.
 std::tuple<Tensor&, Tensor&> log_sigmoid_forward_out(const Tensor& self, Tensor& output, Tensor& buffer) {
-  if (!at::isFloatingType(self.scalar_type()))
-    return via_fallback<at::_ops::log_sigmoid_forward_output>(self, output, buffer);
-  track_native("aten::log_sigmoid_forward.output");
-  Tensor r = at::sub(at::clamp_max(self, 0), at::log1p(at::exp(at::neg(at::abs(self)))));
-  at::native::resize_output(output, self.sizes());
-  output.copy_(r);
+  using Op = at::_ops::log_sigmoid_forward_output;
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(self, output, buffer);
+  auto iter = TensorIterator::unary_op(output, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(self, output, buffer);
+  launch_unary(op_name<Op>(), TN_UNARY_LOG_SIGMOID, iter);
   at::native::resize_output(buffer, {0});
   return {output, buffer};
 }
@@ -187,14 +206,14 @@ std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& self) {
   return {output, buffer};
 }
 
-// d/dx log_sigmoid(x) = sigmoid(-x)
+// d/dx log_sigmoid(x) = sigmoid(-x), in one launch
 Tensor& log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, const Tensor& buffer, Tensor& grad_input) {
-  if (!at::isFloatingType(self.scalar_type()))
-    return via_fallback<at::_ops::log_sigmoid_backward_grad_input>(grad, self, buffer, grad_input);
-  track_native("aten::log_sigmoid_backward.grad_input");
-  Tensor r = at::mul(grad, at::sigmoid(at::neg(self)));
-  at::native::resize_output(grad_input, self.sizes());
-  return grad_input.copy_(r);
+  using Op = at::_ops::log_sigmoid_backward_grad_input;
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(grad, self, buffer, grad_input);
+  auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(grad, self, buffer, grad_input);
+  launch_binary(op_name<Op>(), TN_BINARY_LOG_SIGMOID_BACKWARD, iter);
+  return grad_input;
 }
 
 Tensor log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Tensor& buffer) {
@@ -278,6 +297,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sigmoid.out", float_out<at::_ops::sigmoid_out, TN_UNARY_SIGMOID>);
   m.impl("erf.out", float_out<at::_ops::erf_out, TN_UNARY_ERF>);
   m.impl("erfinv.out", float_out<at::_ops::erfinv_out, TN_UNARY_ERFINV>);
+  m.impl("atan.out", float_out<at::_ops::atan_out, TN_UNARY_ATAN>);
+  m.impl("asin.out", float_out<at::_ops::asin_out, TN_UNARY_ASIN>);
+  m.impl("acos.out", float_out<at::_ops::acos_out, TN_UNARY_ACOS>);
+  m.impl("tan.out", float_out<at::_ops::tan_out, TN_UNARY_TAN>);
+  m.impl("sinh.out", float_out<at::_ops::sinh_out, TN_UNARY_SINH>);
+  m.impl("cosh.out", float_out<at::_ops::cosh_out, TN_UNARY_COSH>);
+  m.impl("asinh.out", float_out<at::_ops::asinh_out, TN_UNARY_ASINH>);
+  m.impl("acosh.out", float_out<at::_ops::acosh_out, TN_UNARY_ACOSH>);
+  m.impl("atanh.out", float_out<at::_ops::atanh_out, TN_UNARY_ATANH>);
+  m.impl("frac.out", frac_out);
   m.impl("silu.out", silu_out);
   m.impl("gelu.out", gelu_out);
   m.impl("logical_not.out", logical_not_out);
