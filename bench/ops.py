@@ -1,6 +1,6 @@
 """Elementwise, reduction and softmax throughput, neuron vs the CPU (launch cost: dispatch.py).
 
-    python bench/ops.py [--sizes 1,16,64] [--repeat 5]
+    python bench/ops.py [--sizes 1,16,64] [--repeat 5] [--ops copy,log,tanh]
 
 For each op and size (millions of float32 elements): effective GB/s (bytes read + written per
 second) on neuron and on the CPU with the same threads, their ratio, and neuron as a fraction
@@ -19,6 +19,7 @@ from common import best_pair
 
 
 
+POSITIVE = {"log"}  # ops timed on |x| + 0.001
 OPS = {
     # name: (fn, bytes moved per element in units of 4 bytes: reads + writes)
     "copy": (lambda x, y: y.copy_(x), 2),
@@ -31,6 +32,12 @@ OPS = {
     "gelu_tanh": (lambda x, y: torch.nn.functional.gelu(x, approximate="tanh"), 2),
     "gelu": (lambda x, y: torch.nn.functional.gelu(x), 2),  # the exact (erf) form
     "sin": (lambda x, y: torch.sin(x, out=y), 2),
+    "log": (lambda x, y: torch.log(x, out=y), 2),  # of |x| (POSITIVE): NaN is slow on the CPU
+    "tanh": (lambda x, y: torch.tanh(x, out=y), 2),
+    "expm1": (lambda x, y: torch.expm1(x, out=y), 2),
+    "erf": (lambda x, y: torch.erf(x, out=y), 2),
+    "gelu_backward": (lambda x, y: torch.ops.aten.gelu_backward(x, x), 3),  # the exact form's
+    "silu_backward": (lambda x, y: torch.ops.aten.silu_backward(x, x), 3),
     "randn_": (lambda x, y: y.normal_(), 1),
     "sum": (lambda x, y: x.sum(), 1),
     "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
@@ -52,7 +59,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="1,16,64", help="millions of elements")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--ops", help="only these rows (comma-separated; copy always runs: the bandwidth column)")
     args = p.parse_args()
+    chosen = set(args.ops.split(",")) | {"copy"} if args.ops else set(OPS)
+    unknown = chosen - set(OPS)
+    if unknown:
+        p.error(f"unknown ops {sorted(unknown)}; choose from {', '.join(OPS)}")
     from torch_neuronx import _C
 
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads;"
@@ -62,17 +74,24 @@ def main():
         n = mel * 1_000_000
         xc, yc = torch.randn(n), torch.empty(n)
         xd, yd = xc.to("neuron"), torch.empty(n, device="neuron")
+        pc = xc.abs() + 0.001
+        pd = pc.to("neuron")
         copy_bw = None
         launches = max(1, 256 // mel)
         for name, (fn, words) in OPS.items():
+            if name not in chosen:
+                continue
+
+            xd_, xc_ = (pd, pc) if name in POSITIVE else (xd, xc)
+
             def run_dev():
                 for _ in range(launches):
-                    fn(xd, yd)
+                    fn(xd_, yd)
                 torch.neuron.synchronize()
 
             def run_cpu():
                 for _ in range(launches):
-                    fn(xc, yc)
+                    fn(xc_, yc)
 
             t_dev, t_cpu = (t / launches for t in best_pair(run_dev, run_cpu, args.repeat))
             gb = n * 4 * words / 1e9

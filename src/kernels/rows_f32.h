@@ -81,6 +81,18 @@ TN_INLINE float quotient_of(tn_binary_op op, double x, double y, double r) {
     return (float)(y == 0 ? x / y : tn_div_floor(x, y, r));
 }
 
+/* The operands of chunk c (up to 256 elements of n) of a binary row, copied into xa and xb;
+ * returns the chunk's length. */
+TN_INLINE int64_t chunk_pair(int64_t c, int64_t n, const float *a, int64_t as, const float *b, int64_t bs, float *xa,
+                             float *xb) {
+    int64_t m = n - c < 256 ? n - c : 256;
+    for (int64_t i = 0; i < m; i++) {
+        xa[i] = a[(c + i) * as];
+        xb[i] = b[(c + i) * bs];
+    }
+    return m;
+}
+
 /* The quotient family (fmod, remainder, floor division) of a row in chunks: the operands
  * copied into the chunk's arrays, the vector path for every element (one loop per op, so
  * each vectorizes), then the few whose arguments it does not cover redone with libm's fmod.
@@ -89,11 +101,7 @@ TN_INLINE void quotient_row(tn_binary_op op, int64_t n, float *o, int64_t os, co
                                 const float *b, int64_t bs) {
     float xa[256], xb[256], out[256];
     for (int64_t c = 0; c < n; c += 256) {
-        int64_t m = n - c < 256 ? n - c : 256;
-        for (int64_t i = 0; i < m; i++) {
-            xa[i] = a[(c + i) * as];
-            xb[i] = b[(c + i) * bs];
-        }
+        int64_t m = chunk_pair(c, n, a, as, b, bs, xa, xb);
         int odd = 0;
         for (int64_t i = 0; i < m; i++)
             odd |= !(__builtin_fabsf(xa[i]) < 536870912.0f * __builtin_fabsf(xb[i])) ||
@@ -261,25 +269,22 @@ TN_INLINE float tn_atan2_vec(float y, float x) {
     return __builtin_copysignf(a, y);
 }
 
+/* the pairs tn_atan2_vec leaves to libm: both zero or both infinite */
+TN_INLINE int atan2_odd(float y, float x) {
+    float big = fabsf(y) > fabsf(x) ? fabsf(y) : fabsf(x);
+    return big == 0.0f || big == INFINITY;
+}
+
 TN_INLINE void atan2_row(int64_t n, float *o, int64_t os, const float *a, int64_t as, const float *b, int64_t bs) {
     float xa[256], xb[256], out[256];
     for (int64_t c = 0; c < n; c += 256) {
-        int64_t m = n - c < 256 ? n - c : 256;
-        for (int64_t i = 0; i < m; i++) {
-            xa[i] = a[(c + i) * as];
-            xb[i] = b[(c + i) * bs];
-        }
+        int64_t m = chunk_pair(c, n, a, as, b, bs, xa, xb);
         int odd = 0;
         for (int64_t i = 0; i < m; i++) out[i] = tn_atan2_vec(xa[i], xb[i]);
-        for (int64_t i = 0; i < m; i++) {
-            float big = fabsf(xa[i]) > fabsf(xb[i]) ? fabsf(xa[i]) : fabsf(xb[i]);
-            odd |= big == 0.0f || big == INFINITY;
-        }
+        for (int64_t i = 0; i < m; i++) odd |= atan2_odd(xa[i], xb[i]);
         if (odd)
-            for (int64_t i = 0; i < m; i++) {
-                float big = fabsf(xa[i]) > fabsf(xb[i]) ? fabsf(xa[i]) : fabsf(xb[i]);
-                if (big == 0.0f || big == INFINITY) out[i] = (float)atan2((double)xa[i], (double)xb[i]);
-            }
+            for (int64_t i = 0; i < m; i++)
+                if (atan2_odd(xa[i], xb[i])) out[i] = (float)atan2((double)xa[i], (double)xb[i]);
         for (int64_t i = 0; i < m; i++) o[(c + i) * os] = out[i];
     }
 }
