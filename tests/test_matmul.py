@@ -198,6 +198,38 @@ def test_weights_packed_once_stay_correct(dtype):
     assert _C._packed_weights() == (0, 0, 0)
 
 
+def test_training_steps_keep_device_memory_flat():
+    """Activations a step uses twice as a product's B are packed on the second use; once they
+    die, their packed copies go with them (they had stayed until the 2 GB budget ran out, and
+    every step's copies took fresh pages). After the first steps, a training loop takes no new
+    device memory, and the gradients match the CPU's."""
+    from torch_neuronx import _C
+
+    torch.neuron.empty_cache()
+    g = torch.Generator().manual_seed(0)
+    w1, w2 = torch.randn(96, 64, generator=g), torch.randn(64, 96, generator=g)
+    x = torch.randn(48, 64, generator=g)
+
+    def step(dev):
+        a, b = w1.to(dev).requires_grad_(), w2.to(dev).requires_grad_()
+        h = torch.relu(x.to(dev) @ a.t())     # h is B of both weight gradients' products below
+        y = (h @ b.t()).square().sum() + (h @ b[:32].t()).sum()
+        y.backward()
+        return a.grad, b.grad
+
+    for _ in range(3):
+        got = step("neuron")                  # as below: the last step's gradients stay alive
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_stats()["num_device_alloc"], _C._packed_weights()
+    for _ in range(4):
+        got = step("neuron")
+    torch.neuron.synchronize()
+    assert (torch.neuron.memory_stats()["num_device_alloc"], _C._packed_weights()) == before
+    for d, c in zip(got, step("cpu")):
+        torch.testing.assert_close(d.cpu(), c, rtol=1e-4, atol=1e-4)
+    torch.neuron.empty_cache()
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
 def test_integer_products_wrap_like_the_cpu(dtype):
     """Integer mm / bmm / addmm / baddbmm run natively and wrap around as the CPU's do (large

@@ -74,9 +74,26 @@ void drop_packed(Cache& c, Entry& e) {
   e.packed = at::Tensor();
 }
 
+// Drops the entries whose operand's storage is gone, with their packed copies. An entry is
+// otherwise only found stale when its key's address comes back: in training, the activations
+// a step uses twice as B (packed on the second use) each left their packed copy in the cache
+// until the LRU budget ran out, 20 MB a step for a small Llama, every step's copies on fresh
+// pages. Called with the lock held.
+void sweep_expired(Cache& c) {
+  for (auto it = c.entries.begin(); it != c.entries.end();) {
+    if (!it->second.storage.expired()) {
+      ++it;
+      continue;
+    }
+    drop_packed(c, it->second);
+    it = c.entries.erase(it);
+  }
+}
+
 // Evicts the least recently used entries until `need` more packed bytes fit and the table has
-// room for one more entry. Called with the lock held.
+// room for one more entry (dead operands first). Called with the lock held.
 void make_room(Cache& c, int64_t need) {
+  if (c.packed_bytes + need > budget_bytes() || c.entries.size() >= kMaxEntries) sweep_expired(c);
   while (c.packed_bytes + need > budget_bytes() || c.entries.size() >= kMaxEntries) {
     auto victim = c.entries.end();
     for (auto it = c.entries.begin(); it != c.entries.end(); ++it)
@@ -122,6 +139,7 @@ const void* packed_b(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream) 
     return nullptr;
   }
   if (!e.packed.defined()) {  // seen twice unchanged: pack it
+    sweep_expired(c);  // a pack is rare (once per weight; in training, per activation used twice)
     make_room(c, bytes);
     it = c.entries.find(key);  // make_room may have evicted it
     if (it == c.entries.end()) return nullptr;
