@@ -226,26 +226,38 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
     }
 }
 
+/* Keys per block of the bfloat16 tiles (forward_bf16): whole AMX tiles of 16 pairs, a multiple
+ * of either bf16 kernel's rows, and long enough that a block's products are not dominated by
+ * storing their tiles (32 keys a block: 0.74x the CPU's time at L = 512; 128: see below). */
+enum { KB16 = 128, KB_ROWS = KB16 > KB ? KB16 : KB };
+
 /* The tiled forward works on the transposed scores of QB queries by KB keys: st[j * QB + i],
  * computed with the keys as the micro-kernel's A operand and the queries as its B operand, so
  * that the online softmax runs along contiguous rows of queries (one vector lane per query)
  * and the probabilities are already P^T's rows for packing into O += P v. */
 typedef struct tile_scratch {
     float *qb;             /* QB*E: the tile's scaled queries, B panels of nr */
-    float *st, *pp;        /* KB*QB scores / probabilities; P in A panels of mr */
+    float *st, *pp;        /* KB_ROWS*QB scores / probabilities; P in A panels of mr */
     float *acc;            /* QB*Ev output accumulators */
     float *m, *l, *mu, *alpha, *bm, *sum; /* QB each */
-    float *drop;           /* KB dropout factors */
+    float *drop;           /* KB_ROWS dropout factors */
     float *rows;           /* up to NR rows of q, k or v in float32, for packing a panel */
     float *ka, *vb;        /* the head's keys (A panels of mr) and values (per key block, B panels of nr) */
 } tile_scratch;
 
+/* Floats of the head's keys or values per head dimension: the float32 tiles pad the keys to
+ * whole KB blocks, the bf16 ones (two to a float) to whole KB16 blocks. */
+static int64_t head_keys(int64_t S) {
+    int64_t f32 = padded_keys(S), bf16 = (round_up(S, KB16) + 1) / 2;
+    return f32 > bf16 ? f32 : bf16;
+}
+
 static tile_scratch carve(const tn_attention *a, float *f) {
-    int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = padded_keys(a->k.sizes[2]);
+    int64_t E = a->q.sizes[3], Ev = a->v.sizes[3], Sp = head_keys(a->k.sizes[2]);
     tile_scratch t;
     t.qb = f, f += QB * E;
-    t.st = f, f += KB * QB;
-    t.pp = f, f += KB * QB;
+    t.st = f, f += KB_ROWS * QB;
+    t.pp = f, f += KB_ROWS * QB;
     t.acc = f, f += QB * Ev;
     t.m = f, f += QB;
     t.l = f, f += QB;
@@ -253,7 +265,7 @@ static tile_scratch carve(const tn_attention *a, float *f) {
     t.alpha = f, f += QB;
     t.bm = f, f += QB;
     t.sum = f, f += QB;
-    t.drop = f, f += KB;
+    t.drop = f, f += KB_ROWS;
     t.rows = f, f += TN_GEMM_MAX_NR * (E > Ev ? E : Ev);
     t.ka = f, f += Sp * E;
     t.vb = f;
@@ -262,10 +274,10 @@ static tile_scratch carve(const tn_attention *a, float *f) {
 
 /* Forward: tile_scratch (the head's keys and values included); backward: its own. */
 static int64_t scratch_floats(const tn_attention *a) {
-    int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = padded_keys(a->k.sizes[2]);
+    int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = head_keys(a->k.sizes[2]);
     int64_t group = a->q.sizes[1] / a->k.sizes[1];
     int64_t forward = a->q.sizes[2] < ROWS_BELOW ? group * (e + ev + 2) + 2 * KB /* forward_rows */
-                                                 : QB * e + 2 * KB * QB + QB * ev + 6 * QB + KB + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
+                                                 : QB * e + 2 * KB_ROWS * QB + QB * ev + 6 * QB + KB_ROWS + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
     int64_t backward = TN_CONCAT(tn_attention_backward_scratch_, TN_ROWS_ISA)(a);
     return forward > backward ? forward : backward;
 }
@@ -333,6 +345,153 @@ static void online_softmax(const tn_attention *a, const tile_scratch *t, int64_t
     for (int64_t i = 0; i < cols; i++) t->l[i] = t->l[i] * t->alpha[i] + t->sum[i];
 }
 
+/* One key block's scores (st, already scaled) into probabilities (online_softmax), dropped out
+ * where dropout asks, and the tile's accumulators shrunk by each query's alpha. */
+static void block_probabilities(const tn_attention *a, const tile_scratch *t, uint64_t keep_from, int64_t b, int64_t h,
+                                int64_t i0, int64_t nq, int64_t j0, int64_t n, int64_t cols) {
+    int64_t Ev = a->v.sizes[3];
+    online_softmax(a, t, b, h, i0, nq, j0, n, cols);
+    if (a->dropout_p > 0) /* after the normalisers: they sum every probability */
+        for (int64_t i = 0; i < nq; i++) {
+            int64_t seen = a->causal && i0 + i + 1 - j0 < n ? i0 + i + 1 - j0 : n; /* the rest are 0 */
+            if (seen <= 0) continue;
+            dropout_factors(a, keep_from, b, h, i0 + i, j0, seen, t->drop);
+            for (int64_t j = 0; j < seen; j++) t->st[j * QB + i] *= t->drop[j];
+        }
+    for (int64_t i = 0; i < nq; i++)
+        if (t->alpha[i] != 1.0f)
+            for (int64_t e = 0; e < Ev; e++) t->acc[i * Ev + e] *= t->alpha[i];
+}
+
+/* The tile's outputs (accumulators over normalisers) and log-sum-exps. A query that sees no key
+ * (no keys, or every score -inf) gives zeros, as PyTorch's math path does with its safe
+ * softmax; NaN scores give NaN. */
+static void store_tile(const tn_attention *a, const tile_scratch *t, int64_t b, int64_t h, int64_t i0, int64_t nq) {
+    int64_t Ev = a->v.sizes[3];
+    for (int64_t i = 0; i < nq; i++) {
+        float inv = t->l[i] == 0.0f ? 0.0f : 1.0f / t->l[i];
+        store_row(&a->out, row_off(&a->out, b, h, i0 + i), t->acc + i * Ev, inv, Ev);
+        ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + (i0 + i) * a->lse.strides[2]] =
+            t->l[i] == 0.0f ? -INFINITY : t->m[i] + logf(t->l[i]);
+    }
+}
+
+/* ---- bfloat16 operands on the bf16 micro-kernel (AMX or AVX512-BF16) ----
+ * The products in bfloat16, as the CPU's flash attention computes them: scores = Q K^T with
+ * float32 sums (the tile's queries as A rows, the head's keys packed as pairs along the head
+ * dimension), scaled after the product; probabilities rounded to bfloat16 for O += P V (V
+ * packed as pairs along the keys). Here the scores are query-major, s[i * KB16 + j], so the
+ * online softmax runs along each query's row and P is already the A rows of the second
+ * product (the float32 tiles' key-major scores would need a transposing copy, which took a
+ * quarter of the time). The head's keys and values are packed once per (batch, kv head). */
+static int bf16_tiles_ok(const tn_kernel_table *k, const tn_attention *a) {
+    int64_t E = a->q.sizes[3], Ev = a->v.sizes[3];
+    return k->gemm_bf16_ukernel && a->q.dtype == TN_DTYPE_BF16 && a->k.dtype == TN_DTYPE_BF16 &&
+           a->v.dtype == TN_DTYPE_BF16 && a->q.strides[3] == 1 && a->k.strides[3] == 1 && a->v.strides[3] == 1 &&
+           E % 2 == 0 && Ev % k->gemm_bf16_nr == 0 && KB16 % k->gemm_bf16_nr == 0 && QB % k->gemm_bf16_mr == 0 &&
+           k->gemm_bf16_nr <= TN_GEMM_MAX_NR;
+}
+
+/* One query's scores r[0 .. n) against keys j0 .. into probabilities, folded into its running
+ * maximum *m and normaliser *l; returns the factor its accumulators shrink by. As
+ * online_softmax, for one row. */
+static float row_probabilities(const tn_kernel_table *k, const tn_attention *a, float *r, float scale, int64_t b,
+                               int64_t h, int64_t i, int64_t j0, int64_t n, float *m, float *l) {
+    for (int64_t j = 0; j < n; j++) r[j] *= scale;
+    if (a->causal) /* key j0 + j is hidden from query i < j0 + j */
+        for (int64_t j = i + 1 - j0 > 0 ? i + 1 - j0 : 0; j < n; j++) r[j] = -INFINITY;
+    if (a->has_bias) {
+        int64_t off = row_off(&a->bias, b, h, i), step = a->bias.strides[3];
+        for (int64_t j = 0; j < n; j++) r[j] += load_f(&a->bias, off + (j0 + j) * step);
+    }
+    float bm = max_lanes(r, n), m_new = bm > *m ? bm : *m;
+    float mu = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0: nothing seen yet */
+    float alpha = tn_expf(*m - mu);
+    for (int64_t j = 0; j < n; j++) r[j] = tn_expf(r[j] - mu);
+    *l = *l * alpha + (float)k->sum_f32(n, r); /* a sum in blocks: one float's serial sum does not vectorize */
+    *m = m_new;
+    return alpha;
+}
+
+static void forward_bf16(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {
+    int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
+    int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
+    const int64_t mr = k->gemm_bf16_mr, nr = k->gemm_bf16_nr, tiles = (L + QB - 1) / QB, kp = E / 2;
+    const int64_t tq = round_up((L + tiles - 1) / tiles, mr), S16 = round_up(S, KB16), panels = Ev / nr;
+    const float scale = (float)a->scale;
+    tile_scratch t = carve(a, scratch);
+    uint16_t *kb = (uint16_t *)t.ka, *vp = (uint16_t *)t.vb, *qa = (uint16_t *)t.qb, *pp = (uint16_t *)t.pp;
+    const uint16_t *zeros = (const uint16_t *)t.rows; /* a zero row of Ev values */
+    memset(t.rows, 0, sizeof(uint16_t) * (size_t)Ev);
+    uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
+    int64_t first, last, packed = -1;
+    tn_slice(B * Hq * tiles, ith, nth, &first, &last);
+    if (first < last && k->gemm_bf16_prepare) k->gemm_bf16_prepare();
+    for (int64_t unit = first; unit < last; unit++) {
+        int64_t tile = unit % tiles, h = (unit / tiles) % Hq, b = unit / (tiles * Hq), hk = h / group;
+        int64_t i0 = tile * tq, nq = L - i0 < tq ? L - i0 : tq, rows = round_up(nq, mr);
+        if (packed != b * Hkv + hk) {
+            const uint16_t *kh = (const uint16_t *)a->k.data + row_off(&a->k, b, hk, 0);
+            const uint16_t *vh = (const uint16_t *)a->v.data + row_off(&a->v, b, hk, 0);
+            /* keys as B: per panel of nr keys, pairs along the head dimension, zero past S */
+            for (int64_t j0 = 0; j0 < S16; j0 += nr) {
+                uint16_t *d = kb + j0 * E;
+                memset(d, 0, sizeof(uint16_t) * (size_t)(nr * E));
+                int64_t count = panel_rows(S, j0, nr);
+                if (count > 0) k->gemm_bf16_pack_b_cols(kp, count, kh + j0 * a->k.strides[2], a->k.strides[2], d, (int32_t)nr);
+            }
+            /* values as B: per key block and panel of nr values, KB16 / 2 pairs of rows */
+            for (int64_t j0 = 0; j0 < S16; j0 += KB16)
+                for (int64_t ep = 0; ep < panels; ep++)
+                    for (int64_t q = 0; q < KB16 / 2; q++) {
+                        int64_t j = j0 + 2 * q;
+                        const uint16_t *r0 = j < S ? vh + j * a->v.strides[2] + ep * nr : zeros;
+                        const uint16_t *r1 = j + 1 < S ? vh + (j + 1) * a->v.strides[2] + ep * nr : zeros;
+                        k->gemm_bf16_pack_b_rows(nr, r0, r1, vp + ((j0 / KB16) * panels + ep) * KB16 * nr + q * nr * 2);
+                    }
+            packed = b * Hkv + hk;
+        }
+        /* the tile's queries as A rows, zero past the last */
+        for (int64_t i = 0; i < rows; i++)
+            if (i < nq)
+                memcpy(qa + i * E, (const uint16_t *)a->q.data + row_off(&a->q, b, h, i0 + i), sizeof(uint16_t) * (size_t)E);
+            else
+                memset(qa + i * E, 0, sizeof(uint16_t) * (size_t)E);
+        for (int64_t i = 0; i < nq; i++) t.m[i] = -INFINITY, t.l[i] = 0.0f;
+        memset(t.acc, 0, sizeof(float) * (size_t)(rows * Ev));
+        int64_t keys = a->causal ? (i0 + nq < S ? i0 + nq : S) : S;
+        for (int64_t j0 = 0; j0 < keys; j0 += KB16) {
+            int64_t n = keys - j0 < KB16 ? keys - j0 : KB16;
+            for (int64_t ip = 0; ip * mr < rows; ip++)
+                for (int64_t jp = 0; jp * nr < n; jp++)
+                    k->gemm_bf16_ukernel(kp, qa + ip * mr * E, E, kb + (j0 + jp * nr) * E, t.st + ip * mr * KB16 + jp * nr,
+                                         KB16, 0);
+            for (int64_t i = 0; i < rows; i++) {
+                float *r = t.st + i * KB16;
+                uint16_t *p = pp + i * KB16;
+                int64_t j = 0;
+                if (i < nq) {
+                    float alpha = row_probabilities(k, a, r, scale, b, h, i0 + i, j0, n, &t.m[i], &t.l[i]);
+                    if (a->dropout_p > 0) { /* after the normaliser: it sums every probability */
+                        dropout_factors(a, keep_from, b, h, i0 + i, j0, n, t.drop);
+                        for (int64_t jj = 0; jj < n; jj++) r[jj] *= t.drop[jj];
+                    }
+                    if (alpha != 1.0f)
+                        for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] *= alpha;
+                    for (; j < n; j++) p[j] = tn_f32_to_bf16_inline(r[j]);
+                }
+                for (; j < KB16; j++) p[j] = 0; /* past the block's keys, and the padding queries */
+            }
+            const uint16_t *vblock = vp + (j0 / KB16) * panels * KB16 * nr;
+            for (int64_t ip = 0; ip * mr < rows; ip++)
+                for (int64_t ep = 0; ep < panels; ep++)
+                    k->gemm_bf16_ukernel(KB16 / 2, pp + ip * mr * KB16, KB16, vblock + ep * KB16 * nr,
+                                         t.acc + ip * mr * Ev + ep * nr, Ev, 1);
+        }
+        store_tile(a, &t, b, h, i0, nq);
+    }
+}
+
 static void forward(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith,
                     int32_t nth) {
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
@@ -342,6 +501,10 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
     const int pv_gemm = Ev % nr == 0; /* O += P v on the micro-kernel (else a plain loop) */
     if (L < ROWS_BELOW) {
         forward_rows(k, a, scratch, ith, nth);
+        return;
+    }
+    if (bf16_tiles_ok(k, a)) {
+        forward_bf16(k, a, scratch, ith, nth);
         return;
     }
     tile_scratch t = carve(a, scratch);
@@ -367,17 +530,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                 for (int64_t ip = 0; ip * nr < cols; ip++)
                     k->gemm_ukernel(E, t.ka + (j0 / mr + jp) * E * mr, t.qb + ip * E * nr, t.st + jp * mr * QB + ip * nr,
                                     QB, 0);
-            online_softmax(a, &t, b, h, i0, nq, j0, n, cols);
-            if (a->dropout_p > 0) /* after the normalisers: they sum every probability */
-                for (int64_t i = 0; i < nq; i++) {
-                    int64_t seen = a->causal && i0 + i + 1 - j0 < n ? i0 + i + 1 - j0 : n; /* the rest are 0 */
-                    if (seen <= 0) continue;
-                    dropout_factors(a, keep_from, b, h, i0 + i, j0, seen, t.drop);
-                    for (int64_t j = 0; j < seen; j++) t.st[j * QB + i] *= t.drop[j];
-                }
-            for (int64_t i = 0; i < nq; i++)
-                if (t.alpha[i] != 1.0f)
-                    for (int64_t e = 0; e < Ev; e++) t.acc[i * Ev + e] *= t.alpha[i];
+            block_probabilities(a, &t, keep_from, b, h, i0, nq, j0, n, cols);
             if (pv_gemm) {
                 /* pp[ip * n * mr + j * mr + r] = P[ip * mr + r, j] = st[j * QB + ip * mr + r], zero
                  * past the scored columns */
@@ -404,14 +557,7 @@ static void forward(const tn_kernel_table *k, const tn_attention *a, float *scra
                 }
             }
         }
-        /* a query that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
-         * math path does with its safe softmax; NaN scores give NaN */
-        for (int64_t i = 0; i < nq; i++) {
-            float inv = t.l[i] == 0.0f ? 0.0f : 1.0f / t.l[i];
-            store_row(&a->out, row_off(&a->out, b, h, i0 + i), t.acc + i * Ev, inv, Ev);
-            ((float *)a->lse.data)[b * a->lse.strides[0] + h * a->lse.strides[1] + (i0 + i) * a->lse.strides[2]] =
-                t.l[i] == 0.0f ? -INFINITY : t.m[i] + logf(t.l[i]);
-        }
+        store_tile(a, &t, b, h, i0, nq);
     }
 }
 

@@ -15,6 +15,7 @@
 #include "strided.h"
 #include "table.h"
 #include "tn/attention.h"
+#include "vec16.h"
 
 #define TN_CONCAT_(a, b) a##b
 #define TN_CONCAT(a, b) TN_CONCAT_(a, b)
@@ -122,14 +123,15 @@ static inline void axpy_row(float *acc, float w, const tn_tensor *t, int64_t off
     for (int64_t e = 0; e < n; e++) acc[e] += w * load_f(t, off + e * s);
 }
 
-/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b), in 16 lanes so that the
- * loop vectorizes. */
+/* The largest of x[0..n) (NaN never wins, as with a > b ? a : b), sixteen lanes at a time (the
+ * loop over an array of sixteen partial maxima had stayed scalar). */
 static inline float max_lanes(const float *x, int64_t n) {
     float part[16], best = -INFINITY;
     for (int l = 0; l < 16; l++) part[l] = -INFINITY;
+    tn_v16 acc = v16_load(part);
     int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int l = 0; l < 16; l++) part[l] = x[j + l] > part[l] ? x[j + l] : part[l];
+    for (; j + 16 <= n; j += 16) acc = v16_max(acc, v16_load(x + j));
+    v16_store(part, acc);
     for (; j < n; j++) best = x[j] > best ? x[j] : best;
     for (int l = 0; l < 16; l++) best = part[l] > best ? part[l] : best;
     return best;

@@ -58,6 +58,17 @@ static inline tn_v16 v16_load_bf16(const uint16_t *x) {
 
 static inline void v16_store(float *x, tn_v16 v) { memcpy(x, &v, sizeof v); }
 
+/* x > a ? x : a per lane, as a select on the comparison's mask (a NaN in x never wins). */
+static inline tn_v16 v16_max(tn_v16 a, tn_v16 x) {
+    typedef int32_t ints __attribute__((vector_size(4 * TN_VLANES)));
+    tn_v16 r;
+    for (int i = 0; i < TN_VPARTS; i++) {
+        ints m = x.p[i] > a.p[i];
+        r.p[i] = (tn_vnative)(((ints)x.p[i] & m) | ((ints)a.p[i] & ~m));
+    }
+    return r;
+}
+
 static inline tn_v16 v16_add(tn_v16 a, tn_v16 b) {
     for (int i = 0; i < TN_VPARTS; i++) a.p[i] += b.p[i];
     return a;
