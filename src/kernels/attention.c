@@ -177,7 +177,7 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
     int64_t B = a->q.sizes[0], Hq = a->q.sizes[1], L = a->q.sizes[2], E = a->q.sizes[3];
     int64_t Hkv = a->k.sizes[1], S = a->k.sizes[2], Ev = a->v.sizes[3], group = Hq / Hkv;
     int64_t heads = heads_per_unit(a, nth), per_group = group / heads;
-    float *qf = scratch, *acc = qf + group * E, *ml = acc + group * Ev, *s = ml + 2 * group, *drop = s + KB;
+    float *qf = scratch, *acc = qf + group * E, *ml = acc + group * Ev, *s = ml + 2 * group, *drop = s + KB_ROWS;
     float scale = (float)a->scale;
     uint64_t keep_from = tn_philox_keep_from(1.0 - a->dropout_p);
     int64_t first, last;
@@ -192,8 +192,8 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
             ml[2 * g] = -INFINITY, ml[2 * g + 1] = 0;
         }
         int64_t keys = a->causal ? (i + 1 < S ? i + 1 : S) : S;
-        for (int64_t j0 = 0; j0 < keys; j0 += KB) {
-            int64_t n = keys - j0 < KB ? keys - j0 : KB;
+        for (int64_t j0 = 0; j0 < keys; j0 += KB_ROWS) {
+            int64_t n = keys - j0 < KB_ROWS ? keys - j0 : KB_ROWS;
             for (int64_t g = 0; g < heads; g++) {
                 int64_t h = h0 + g;
                 float *m = ml + 2 * g, *l = m + 1, *ag = acc + g * Ev;
@@ -225,11 +225,6 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
         }
     }
 }
-
-/* Keys per block of the bfloat16 tiles (forward_bf16): whole AMX tiles of 16 pairs, a multiple
- * of either bf16 kernel's rows, and long enough that a block's products are not dominated by
- * storing their tiles (32 keys a block: 0.74x the CPU's time at L = 512; 128: see below). */
-enum { KB16 = 128, KB_ROWS = KB16 > KB ? KB16 : KB };
 
 /* The tiled forward works on the transposed scores of QB queries by KB keys: st[j * QB + i],
  * computed with the keys as the micro-kernel's A operand and the queries as its B operand, so
@@ -276,7 +271,7 @@ static tile_scratch carve(const tn_attention *a, float *f) {
 static int64_t scratch_floats(const tn_attention *a) {
     int64_t e = a->q.sizes[3], ev = a->v.sizes[3], sp = head_keys(a->k.sizes[2]);
     int64_t group = a->q.sizes[1] / a->k.sizes[1];
-    int64_t forward = a->q.sizes[2] < ROWS_BELOW ? group * (e + ev + 2) + 2 * KB /* forward_rows */
+    int64_t forward = a->q.sizes[2] < ROWS_BELOW ? group * (e + ev + 2) + 2 * KB_ROWS /* forward_rows */
                                                  : QB * e + 2 * KB_ROWS * QB + QB * ev + 6 * QB + KB_ROWS + TN_GEMM_MAX_NR * (e > ev ? e : ev) + sp * (e + ev);
     int64_t backward = TN_CONCAT(tn_attention_backward_scratch_, TN_ROWS_ISA)(a);
     return forward > backward ? forward : backward;

@@ -22,6 +22,10 @@
 
 enum { QB = 96, KB = 48 }; /* QB: a multiple of every ISA's MR and NR (12 and 32, 6 and 16, 4 and 8); KB of MR */
 enum { ROWS_BELOW = 8 };   /* fewer query rows per head than this: forward_rows */
+/* Keys per block of the bfloat16 tiles (forward_bf16): whole AMX tiles of 16 pairs and a
+ * multiple of either bf16 kernel's columns. KB_ROWS: the longest block, forward_rows' too
+ * (a decode step's per-block work, the maximum, the sum, the rescaling, over more keys). */
+enum { KB16 = 128, KB_ROWS = KB16 > KB ? KB16 : KB };
 
 static inline float load_f(const tn_tensor *t, int64_t off) {
     switch (t->dtype) {
