@@ -66,6 +66,11 @@ CASES = {
     "padded_rows_tiles": ((2, 2, 12, 8), (2, 2, 12, 8),
                           dict(mask=(torch.arange(12) >= torch.tensor([[0], [5]])).view(2, 1, 1, 12)
                                & torch.ones(12, 12).tril().bool())),
+    # head dimensions the bf16 tiles take (pairs along E, whole 32-value panels of Ev): key
+    # blocks of 128 with a tail, a boolean mask, GQA, and a causal diagonal across two tiles
+    "bf16_tile_shapes": ((1, 4, 150, 64), (1, 2, 300, 64),
+                         dict(enable_gqa=True, mask=torch.rand(1, 1, 150, 300, generator=torch.Generator().manual_seed(1)) > 0.2)),
+    "bf16_tile_causal": ((2, 2, 200, 96), (2, 2, 200, 96), dict(is_causal=True)),
     # a left-padded query row sees no key: zeros, as the math path's safe softmax gives
     "fully_masked_row": ((2, 2, 4, 8), (2, 2, 4, 8),
                          dict(mask=torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]).bool().view(2, 1, 1, 4)
@@ -105,6 +110,7 @@ DROPOUT_CASES = {
     "rows": ((2, 4, 5, 16), (2, 4, 40, 16), {}),
     "tiles_causal": ((1, 2, 130, 32), (1, 2, 130, 32), dict(is_causal=True)),
     "gqa_mask": ((1, 4, 50, 16), (1, 2, 70, 16), dict(enable_gqa=True, attn_mask=torch.randn(1, 1, 50, 70))),
+    "bf16_tiles": ((1, 2, 100, 64), (1, 2, 260, 64), {}),
 }
 
 
