@@ -21,6 +21,7 @@ int tn_test_failures;
     X(test_nontemporal_stores)   \
     X(test_philox_known_answers) \
     X(test_random_kernels)       \
+    X(test_dropout_typed_rows_match_the_element_path) \
     X(test_adam_kernel)          \
     X(test_amp_update_scale)     \
     X(test_sgd_kernel)           \
