@@ -182,27 +182,13 @@ void tn_kernel_dropout(const tn_tensor *out, const tn_tensor *mask, const tn_ten
     int in_float = out->dtype != TN_DTYPE_F64; /* PyTorch scales halves and floats in float */
     float keep[CHUNK];
     tn_slice(numel, ith, nth, &first, &last);
-    /* contiguous float32 or bfloat16 (activations): typed loops, the factors' scale applied
-     * by a select (a dropped NaN gives 0, as below); the per-element loader and offset
-     * arithmetic had made BERT's dropouts 6% of a training step */
+    /* contiguous float32 or bfloat16 (activations): the ISA's typed rows (the per-element
+     * loader and offset arithmetic below had made BERT's dropouts 6% of a training step) */
     int same = in->dtype == out->dtype && (out->dtype == TN_DTYPE_F32 || out->dtype == TN_DTYPE_BF16);
     if (same && tn_row_major(out) && tn_row_major(in) && tn_row_major(mask)) {
-        uint8_t *m = (uint8_t *)mask->data;
-        for (int64_t i0 = first; i0 < last; i0 += CHUNK) {
-            int64_t n = last - i0 < CHUNK ? last - i0 : CHUNK;
-            tn_dropout_factors(seed, offset, i0, n, keep_from, (float)scale, keep);
-            if (out->dtype == TN_DTYPE_F32) {
-                const float *x = (const float *)in->data + i0;
-                float *o = (float *)out->data + i0;
-                for (int64_t j = 0; j < n; j++) o[j] = keep[j] != 0.0f ? x[j] * keep[j] : 0.0f;
-            } else {
-                const uint16_t *x = (const uint16_t *)in->data + i0;
-                uint16_t *o = (uint16_t *)out->data + i0;
-                for (int64_t j = 0; j < n; j++)
-                    o[j] = tn_f32_to_bf16_inline(keep[j] != 0.0f ? tn_bf16_to_f32_inline(x[j]) * keep[j] : 0.0f);
-            }
-            for (int64_t j = 0; j < n; j++) m[i0 + j] = keep[j] != 0.0f;
-        }
+        if (first < last)
+            tn_kernels()->dropout_rows(seed, offset, first, last - first, keep_from, (float)scale,
+                                       out->dtype == TN_DTYPE_BF16, in->data, out->data, (uint8_t *)mask->data);
         return;
     }
     for (int64_t i0 = first; i0 < last; i0 += CHUNK) {

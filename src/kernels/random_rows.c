@@ -50,4 +50,31 @@ static void draw_floats(uint64_t seed, uint64_t offset, int64_t base, int normal
     }
 }
 
-void TN_CONCAT(tn_random_install_, TN_ROWS_ISA)(tn_kernel_table *t) { t->draw_floats = draw_floats; }
+/* Dropout of elements first .. first + n of contiguous float32 or bfloat16 rows (see
+ * tn_kernel_dropout): Philox's factors in this ISA's vectors (in the baseline build they took
+ * most of the time), then the select and the mask. */
+static void dropout_rows(uint64_t seed, uint64_t offset, int64_t first, int64_t n, uint64_t keep_from, float scale,
+                         int bf16, const void *in, void *out, uint8_t *mask) {
+    enum { CHUNK = 4 * TN_PHILOX_LANES };
+    float keep[CHUNK];
+    for (int64_t i0 = first; i0 < first + n; i0 += CHUNK) {
+        int64_t m = first + n - i0 < CHUNK ? first + n - i0 : CHUNK;
+        tn_dropout_factors(seed, offset, i0, m, keep_from, scale, keep);
+        if (!bf16) {
+            const float *x = (const float *)in + i0;
+            float *o = (float *)out + i0;
+            for (int64_t j = 0; j < m; j++) o[j] = keep[j] != 0.0f ? x[j] * keep[j] : 0.0f;
+        } else {
+            const uint16_t *x = (const uint16_t *)in + i0;
+            uint16_t *o = (uint16_t *)out + i0;
+            for (int64_t j = 0; j < m; j++)
+                o[j] = tn_f32_to_bf16_inline(keep[j] != 0.0f ? tn_bf16_to_f32_inline(x[j]) * keep[j] : 0.0f);
+        }
+        for (int64_t j = 0; j < m; j++) mask[i0 + j] = keep[j] != 0.0f;
+    }
+}
+
+void TN_CONCAT(tn_random_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
+    t->draw_floats = draw_floats;
+    t->dropout_rows = dropout_rows;
+}

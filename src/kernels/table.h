@@ -119,6 +119,10 @@ typedef struct tn_kernel_table {
     /* random_rows.c: the 64 float values of Philox blocks base / 4 .. base / 4 + 16 of a
      * uniform draw in [a, b) or a normal one (mean a, std b), in element order */
     void (*draw_floats)(uint64_t seed, uint64_t offset, int64_t base, int normal, double a, double b, float *v);
+    /* dropout of elements first .. first + n of contiguous float32 (bf16: bfloat16) rows: out,
+     * and mask 1 where kept (see tn_kernel_dropout) */
+    void (*dropout_rows)(uint64_t seed, uint64_t offset, int64_t first, int64_t n, uint64_t keep_from, float scale,
+                         int bf16, const void *in, void *out, uint8_t *mask);
     /* softmax (log_softmax when `log`) of a contiguous float32 row */
     void (*softmax_f32)(int64_t n, const float *x, float *y, int log);
     /* its backward from the gradient g and the forward output y (contiguous float32 rows) */
