@@ -167,6 +167,25 @@ static int64_t heads_per_unit(const tn_attention *a, int32_t nth) {
     return 1;
 }
 
+/* The running maximum of a row of scores after r[0 .. n): NaN never wins. */
+static float row_max(const float *r, int64_t n, float m) {
+    float bm = max_lanes(r, n);
+    return bm > m ? bm : m;
+}
+
+/* One row of scores r[0 .. n) into probabilities given the row's new maximum m_new (row_max),
+ * folded into its running maximum *m and normaliser *l (its sum by the table's blocked sum: a
+ * single float's running sum does not vectorize); returns the factor the row's accumulators
+ * shrink by. A row that has seen only -inf keeps *m = -inf and gets zero probabilities. */
+static float row_online_softmax(const tn_kernel_table *k, float *r, int64_t n, float m_new, float *m, float *l) {
+    float mu = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0: nothing seen yet */
+    float alpha = tn_expf(*m - mu);
+    for (int64_t j = 0; j < n; j++) r[j] = tn_expf(r[j] - mu);
+    *l = *l * alpha + (float)k->sum_f32(n, r);
+    *m = m_new;
+    return alpha;
+}
+
 /* Few query rows (decoding): each row against the keys directly, dot products and axpys over
  * the head dimension; packing tiles for one row would cost more than it saves. A unit is a
  * query row of `heads` heads of one group (heads_per_unit): for each block of keys, every
@@ -198,11 +217,9 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
                 int64_t h = h0 + g;
                 float *m = ml + 2 * g, *l = m + 1, *ag = acc + g * Ev;
                 scores(a, qf + g * E, b, h, hk, i, j0, n, s);
-                float bm = max_lanes(s, n), m_new = bm > *m ? bm : *m;
+                float m_new = row_max(s, n, *m);
                 if (m_new == -INFINITY) continue; /* every score so far is -inf: nothing to add */
-                float alpha = tn_expf(*m - m_new);
-                for (int64_t j = 0; j < n; j++) s[j] = tn_expf(s[j] - m_new);
-                *l = *l * alpha + (float)k->sum_f32(n, s);
+                float alpha = row_online_softmax(k, s, n, m_new, m, l);
                 if (a->dropout_p > 0) { /* after the normaliser: it sums every probability */
                     dropout_factors(a, keep_from, b, h, i, j0, n, drop);
                     for (int64_t j = 0; j < n; j++) s[j] *= drop[j];
@@ -210,7 +227,6 @@ static void forward_rows(const tn_kernel_table *k, const tn_attention *a, float 
                 if (alpha != 1.0f)
                     for (int64_t e = 0; e < Ev; e++) ag[e] *= alpha;
                 values(a, ag, s, b, hk, j0, n);
-                *m = m_new;
             }
         }
         /* a row that sees no key (no keys, or every score -inf) gives zeros, as PyTorch's
@@ -387,9 +403,8 @@ static int bf16_tiles_ok(const tn_kernel_table *k, const tn_attention *a) {
            k->gemm_bf16_nr <= TN_GEMM_MAX_NR;
 }
 
-/* One query's scores r[0 .. n) against keys j0 .. into probabilities, folded into its running
- * maximum *m and normaliser *l; returns the factor its accumulators shrink by. As
- * online_softmax, for one row. */
+/* One query's scores r[0 .. n) against keys j0 .., scaled and masked, into probabilities
+ * (row_online_softmax). */
 static float row_probabilities(const tn_kernel_table *k, const tn_attention *a, float *r, float scale, int64_t b,
                                int64_t h, int64_t i, int64_t j0, int64_t n, float *m, float *l) {
     for (int64_t j = 0; j < n; j++) r[j] *= scale;
@@ -399,13 +414,7 @@ static float row_probabilities(const tn_kernel_table *k, const tn_attention *a, 
         int64_t off = row_off(&a->bias, b, h, i), step = a->bias.strides[3];
         for (int64_t j = 0; j < n; j++) r[j] += load_f(&a->bias, off + (j0 + j) * step);
     }
-    float bm = max_lanes(r, n), m_new = bm > *m ? bm : *m;
-    float mu = m_new == -INFINITY ? 0.0f : m_new; /* exp(-inf - 0) = 0: nothing seen yet */
-    float alpha = tn_expf(*m - mu);
-    for (int64_t j = 0; j < n; j++) r[j] = tn_expf(r[j] - mu);
-    *l = *l * alpha + (float)k->sum_f32(n, r); /* a sum in blocks: one float's serial sum does not vectorize */
-    *m = m_new;
-    return alpha;
+    return row_online_softmax(k, r, n, row_max(r, n, *m), m, l);
 }
 
 static void forward_bf16(const tn_kernel_table *k, const tn_attention *a, float *scratch, int32_t ith, int32_t nth) {

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "elem.h"
-#include "half.h"
 #include "philox.h"
 #include "strided.h"
 #include "table.h"

@@ -184,22 +184,23 @@ TN_INLINE float f_pow_minus_two(float a, float b, float al) { (void)b; (void)al;
 TN_INLINE float f_first(float a, float b, float al) { (void)b; (void)al; return a; }
 
 /* x ** e with one exponent for the row: the exponents PyTorch's CPU kernel computes by
- * multiplication or square roots take the same route (so results match it), others powf. */
+ * multiplication or square roots take the same route (so results match it), others powf.
+ * Each names its function, so that the row inlines and vectorizes it. */
+#define TN_POW_EXPONENTS(X)                                                                     \
+    X(2.0f, f_square) X(3.0f, f_cube) X(0.5f, f_pow_half) X(-0.5f, f_pow_minus_half)            \
+    X(-1.0f, f_pow_minus_one) X(-2.0f, f_pow_minus_two) X(1.0f, f_first)
+
 TN_INLINE void pow_row(int64_t n, float *restrict o, int64_t os, const float *a, int64_t as,
                            const float *b, int64_t bs) {
-    if (bs != 0) {
-        row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
-        return;
+    float e = b[0];
+#define TN_EXPONENT(v, fn)                            \
+    if (bs == 0 && e == (v)) {                        \
+        row2(fn, n, o, os, a, as, b, bs, 1.0f);       \
+        return;                                       \
     }
-    float e = b[0]; /* each call names its function, so row2 inlines and vectorizes it */
-    if (e == 2.0f) row2(f_square, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == 3.0f) row2(f_cube, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == 0.5f) row2(f_pow_half, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == -0.5f) row2(f_pow_minus_half, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == -1.0f) row2(f_pow_minus_one, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == -2.0f) row2(f_pow_minus_two, n, o, os, a, as, b, bs, 1.0f);
-    else if (e == 1.0f) row2(f_first, n, o, os, a, as, b, bs, 1.0f);
-    else row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
+    TN_POW_EXPONENTS(TN_EXPONENT)
+#undef TN_EXPONENT
+    row2(f_pow, n, o, os, a, as, b, bs, 1.0f);
 }
 
 TN_INLINE float f_neg(float x) { return -x; }
@@ -410,16 +411,16 @@ TN_INLINE int binary_bf16_rows(tn_binary_op op, int64_t n, uint16_t *o, int64_t 
 #define TN_CASE(code, fn) case code: row2_bf16(fn, n, o, os, a, as, b, bs, alpha); return 1;
     switch (op) {
     TN_BINARY_ELEMENT_OPS(TN_CASE)
-    case TN_BINARY_POW: {
+    case TN_BINARY_POW: { /* the exponents of pow_row's list; powf takes the float32 chunks */
         float e = tn_bf16_to_f32_inline(b[0]);
-        if (bs != 0) return 0;
-        if (e == 2.0f) row2_bf16(f_square, n, o, os, a, as, b, bs, 1.0f);
-        else if (e == 3.0f) row2_bf16(f_cube, n, o, os, a, as, b, bs, 1.0f);
-        else if (e == 0.5f) row2_bf16(f_pow_half, n, o, os, a, as, b, bs, 1.0f);
-        else if (e == -0.5f) row2_bf16(f_pow_minus_half, n, o, os, a, as, b, bs, 1.0f);
-        else if (e == -1.0f) row2_bf16(f_pow_minus_one, n, o, os, a, as, b, bs, 1.0f);
-        else return 0;
-        return 1;
+#define TN_EXPONENT(v, fn)                                \
+    if (bs == 0 && e == (v)) {                            \
+        row2_bf16(fn, n, o, os, a, as, b, bs, 1.0f);      \
+        return 1;                                         \
+    }
+        TN_POW_EXPONENTS(TN_EXPONENT)
+#undef TN_EXPONENT
+        return 0;
     }
     default: return 0;
     }

@@ -42,58 +42,42 @@ using c10::Scalar;
 
 bool floating(const Tensor& t) { return at::isFloatingType(t.scalar_type()); }
 
-// One launch of `code` over self (both operands of a binary op), with `alpha` for the kernel.
+// One launch of binary op `code` over (a, b) with the kernel's `alpha` (a unary activation
+// with a scalar passes self twice); inputs the kernels do not take go to the CPU fallback with
+// the op's own arguments.
 template <class Op, class... Args>
-Tensor& activation(tn_binary_op code, const Tensor& self, const Scalar& alpha, Tensor& out, Args&&... args) {
-  if (!floating(self)) return via_fallback<Op>(std::forward<Args>(args)...);
-  auto iter = at::TensorIterator::borrowing_binary_op(out, self, self);
-  if (!out.defined()) out = iter.output();
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
-  launch_binary(op_name<Op>(), code, iter, alpha);
-  return out;
-}
-
-// A backward op: grad_input = f(grad, self) with `alpha`.
-template <class Op, class... Args>
-Tensor& activation_backward(tn_binary_op code, const Tensor& grad, const Tensor& self, const Scalar& alpha,
-                            Tensor& grad_input, Args&&... args) {
-  if (!floating(self)) return via_fallback<Op>(std::forward<Args>(args)...);
-  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
-  if (!grad_input.defined()) grad_input = iter.output();
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
-  launch_binary(op_name<Op>(), code, iter, alpha);
-  return grad_input;
+Tensor& activation(tn_binary_op code, const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& out,
+                   Args&&... args) {
+  if (!floating(b)) return via_fallback<Op>(std::forward<Args>(args)...);
+  auto iter = at::TensorIterator::borrowing_binary_op(out, a, b);
+  return binary<Op>(code, iter, out, alpha, std::forward<Args>(args)...);
 }
 
 // leaky_relu(x) = x > 0 ? x : x * slope
 Tensor& leaky_relu_out(const Tensor& self, const Scalar& slope, Tensor& out) {
-  return activation<at::_ops::leaky_relu_out>(TN_BINARY_LEAKY_RELU, self, slope, out, self, slope, out);
+  return activation<at::_ops::leaky_relu_out>(TN_BINARY_LEAKY_RELU, self, self, slope, out, self, slope, out);
 }
 
 Tensor& leaky_relu_backward_out(const Tensor& grad, const Tensor& self, const Scalar& slope, bool self_is_result,
                                 Tensor& grad_input) {
-  return activation_backward<at::_ops::leaky_relu_backward_grad_input>(
-      TN_BINARY_LEAKY_RELU_BACKWARD, grad, self, slope, grad_input, grad, self, slope, self_is_result, grad_input);
+  return activation<at::_ops::leaky_relu_backward_grad_input>(TN_BINARY_LEAKY_RELU_BACKWARD, grad, self, slope,
+                                                              grad_input, grad, self, slope, self_is_result,
+                                                              grad_input);
 }
 
-// hardsigmoid(x) = min(max(x + 3, 0), 6) / 6, hardswish(x) = x hardsigmoid(x): unary ops,
-// launched as binary ones of x with itself so that they share the helpers above.
-Tensor& hardsigmoid_into(const Tensor& self, Tensor& out) {
-  if (!floating(self)) return via_fallback<at::_ops::hardsigmoid_out>(self, out);
-  auto iter = at::TensorIterator::unary_op(out, self);
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardsigmoid_out>(self, out);
-  launch_unary("aten::hardsigmoid.out", TN_UNARY_HARDSIGMOID, iter);
-  return out;
-}
-
-Tensor& hardswish_into(const Tensor& self, Tensor& out) {
-  if (!floating(self)) return via_fallback<at::_ops::hardswish_out>(self, out);
+// hardsigmoid(x) = min(max(x + 3, 0), 6) / 6 and hardswish(x) = x hardsigmoid(x), unary ops.
+template <class Op, tn_unary_op code>
+Tensor& unary_activation(const Tensor& self, Tensor& out) {
+  if (!floating(self)) return via_fallback<Op>(self, out);
   auto iter = at::TensorIterator::unary_op(out, self);
   if (!out.defined()) out = iter.output();
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardswish_out>(self, out);
-  launch_unary("aten::hardswish.out", TN_UNARY_HARDSWISH, iter);
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(self, out);
+  launch_unary(op_name<Op>(), code, iter);
   return out;
 }
+
+constexpr auto hardsigmoid_into = unary_activation<at::_ops::hardsigmoid_out, TN_UNARY_HARDSIGMOID>;
+constexpr auto hardswish_into = unary_activation<at::_ops::hardswish_out, TN_UNARY_HARDSWISH>;
 
 Tensor hardswish(const Tensor& self) {
   if (!floating(self)) return via_fallback<at::_ops::hardswish>(self);
@@ -107,16 +91,17 @@ Tensor& hardswish_(Tensor& self) {
 }
 
 Tensor& hardsigmoid_backward_out(const Tensor& grad, const Tensor& self, Tensor& grad_input) {
-  return activation_backward<at::_ops::hardsigmoid_backward_grad_input>(TN_BINARY_HARDSIGMOID_BACKWARD, grad, self, 0,
-                                                                       grad_input, grad, self, grad_input);
+  return activation<at::_ops::hardsigmoid_backward_grad_input>(TN_BINARY_HARDSIGMOID_BACKWARD, grad, self, 0,
+                                                               grad_input, grad, self, grad_input);
 }
 
+// hardswish_backward has no out= form: the functional one (its fallback returns a new tensor).
 Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
   if (!floating(self)) return via_fallback<at::_ops::hardswish_backward>(grad, self);
   Tensor grad_input;
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   if (!elementwise_dtypes_ok(iter)) return via_fallback<at::_ops::hardswish_backward>(grad, self);
-  launch_binary("aten::hardswish_backward", TN_BINARY_HARDSWISH_BACKWARD, iter);
+  launch_binary(op_name<at::_ops::hardswish_backward>(), TN_BINARY_HARDSWISH_BACKWARD, iter);
   return iter.output();
 }
 

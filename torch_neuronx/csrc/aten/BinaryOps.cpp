@@ -9,9 +9,9 @@
 #include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/xlogy.h>
-#include <ATen/ops/hypot.h>
-#include <ATen/ops/copysign.h>
 #include <ATen/ops/atan2.h>
+#include <ATen/ops/copysign.h>
+#include <ATen/ops/hypot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/result_type.h>
@@ -45,18 +45,6 @@ namespace {
 
 using at::Tensor;
 using at::TensorIterator;
-
-// Runs `code` natively when the C kernels take the iterator's dtypes; otherwise the op runs
-// through the CPU fallback with its original arguments.
-// An undefined `out` (the functional forms below) takes the result TensorIterator allocated.
-template <class Op, class... Args>
-Tensor& binary(tn_binary_op code, const TensorIterator& iter, Tensor& out,
-               const c10::Scalar& alpha, Args&&... args) {
-  if (!out.defined()) out = iter.output();
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
-  launch_binary(op_name<Op>(), code, iter, alpha);
-  return out;
-}
 
 template <class Op, tn_binary_op code>
 Tensor& same_type_out(const Tensor& self, const Tensor& other, Tensor& out) {

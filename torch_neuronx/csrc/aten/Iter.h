@@ -41,4 +41,16 @@ decltype(auto) via_fallback(Args&&... args) {
   return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
 }
 
+// Runs binary op `code` natively when the C kernels take the iterator's dtypes; otherwise the
+// op runs through the CPU fallback with its original arguments. An undefined `out` (a
+// functional form) takes the result TensorIterator allocated.
+template <class Op, class... Args>
+at::Tensor& binary(tn_binary_op code, const at::TensorIteratorBase& iter, at::Tensor& out,
+                   const c10::Scalar& alpha, Args&&... args) {
+  if (!out.defined()) out = iter.output();
+  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(std::forward<Args>(args)...);
+  launch_binary(op_name<Op>(), code, iter, alpha);
+  return out;
+}
+
 } // namespace torch_neuronx::ops

@@ -174,9 +174,7 @@ Tensor& softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Sca
   if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(self, beta, threshold, out);
   Tensor wrapped = at::native::wrapped_scalar_tensor(beta);
   auto iter = TensorIterator::borrowing_binary_op(out, self, wrapped);
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(self, beta, threshold, out);
-  launch_binary(op_name<Op>(), TN_BINARY_SOFTPLUS, iter, threshold);
-  return out;
+  return binary<Op>(TN_BINARY_SOFTPLUS, iter, out, threshold, self, beta, threshold, out);
 }
 
 Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
@@ -211,9 +209,7 @@ Tensor& log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, const T
   using Op = at::_ops::log_sigmoid_backward_grad_input;
   if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(grad, self, buffer, grad_input);
   auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, self);
-  if (!elementwise_dtypes_ok(iter)) return via_fallback<Op>(grad, self, buffer, grad_input);
-  launch_binary(op_name<Op>(), TN_BINARY_LOG_SIGMOID_BACKWARD, iter);
-  return grad_input;
+  return binary<Op>(TN_BINARY_LOG_SIGMOID_BACKWARD, iter, grad_input, 1, grad, self, buffer, grad_input);
 }
 
 Tensor log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Tensor& buffer) {
