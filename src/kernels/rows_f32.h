@@ -135,7 +135,8 @@ TN_INLINE float f_silu_bw(float g, float x, float al) {
 /* d/dx x Phi(x) = Phi(x) + x phi(x) */
 TN_INLINE float f_gelu_bw(float g, float x, float al) {
     (void)al;
-    return g * TN_FMA(x * 0.3989422804014327f, tn_expf(-0.5f * x * x), tn_normal_cdff(x));
+    float gauss, cdf = tn_normal_cdf_gauss(x, &gauss); /* gauss = e^(-x^2 / 2) */
+    return g * TN_FMA(x * 0.3989422804014327f, gauss, cdf);
 }
 
 TN_INLINE float f_gelu_tanh_bw(float g, float x, float al) {
@@ -213,7 +214,10 @@ TN_INLINE float f_tanh(float x) { return tn_tanhf(x); }
 TN_INLINE float f_sigmoid(float x) { return tn_sigmoidf(x); }
 TN_INLINE float f_silu(float x) { return x / (1.0f + tn_expf(-x)); }
 TN_INLINE float f_gelu_tanh(float x) { return tn_gelu_tanhf(x); }
-TN_INLINE float f_gelu(float x) { return x * tn_normal_cdff(x); }
+TN_INLINE float f_gelu(float x) {
+    float gauss;
+    return x * tn_normal_cdf_gauss(x, &gauss);
+}
 TN_INLINE float f_log(float x) { return tn_logf(x); }
 TN_INLINE float f_log2(float x) { return tn_log2f(x); }
 TN_INLINE float f_log10(float x) { return tn_log10f(x); }
