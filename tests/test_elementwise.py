@@ -338,6 +338,24 @@ def test_activation_gradients_match_cpu():
         torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_softplus_and_gelu_backward_are_native_across_their_branches(dtype):
+    """softplus_backward as one launch (beta x past the threshold, below it, and beta other
+    than 1), and the exact GELU and its backward into both tails, where the normal CDF is
+    1 - erfc / 2 or erfc / 2 (down to x = -13, where it is still a normal float)."""
+    x = torch.cat([torch.linspace(-13, 10, 997), torch.tensor([0.0, -0.0, 4.9, 5.1, 20.5, -30.0])]).to(dtype)
+    g = make(x.shape, dtype, 5)
+    for beta, threshold in ((1, 20), (2.0, 5.0), (0.5, -1.0)):
+        native_only(lambda: check(lambda a, b: torch.ops.aten.softplus_backward(a, b, beta, threshold), g, x))
+    native_only(lambda: check(torch.nn.functional.gelu, x))
+    native_only(lambda: check(lambda a, b: torch.ops.aten.gelu_backward(a, b), g, x))
+    if dtype == torch.float32:  # the left tail to its relative accuracy (the CPU's cancels to 0)
+        left = torch.linspace(-13, -4, 301)
+        got = torch.nn.functional.gelu(left.to("neuron")).cpu().double()
+        want = 0.5 * left.double() * torch.special.erfc(-left.double() / 2**0.5)
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+
+
 def test_activation_second_derivatives_match_cpu():
     """silu_backward runs as one native op (not PyTorch's composite), and autograd still
     differentiates it: the second derivatives of silu and gelu as on the CPU."""

@@ -110,6 +110,7 @@ typedef enum tn_binary_op {
     TN_BINARY_HARDSWISH_BACKWARD,   /* b < -3 ? 0 : b <= 3 ? a (b / 3 + 1/2) : a */
     TN_BINARY_LOG_SIGMOID_BACKWARD, /* a sigmoid(-b) */
     TN_BINARY_SOFTPLUS,             /* b is beta, alpha the threshold: a b > alpha ? a : log1p(e^(a b)) / b */
+    TN_BINARY_SOFTPLUS_BACKWARD,    /* b is beta x, alpha the threshold: b > alpha ? a : a sigmoid(b) */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

@@ -172,6 +172,7 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_HARDSWISH_BACKWARD: return b < -3.0 ? 0.0 : (b <= 3.0 ? a * (b / 3.0 + 0.5) : a);
     case TN_BINARY_LOG_SIGMOID_BACKWARD: return a / (1.0 + exp(b));
     case TN_BINARY_SOFTPLUS: return a * b > alpha ? a : log1p(exp(a * b)) / b;
+    case TN_BINARY_SOFTPLUS_BACKWARD: return b > alpha ? a : a / (1.0 + exp(-b));
     case TN_BINARY_FMOD: return fmod(a, b);
     case TN_BINARY_REMAINDER: {
         double m = fmod(a, b);

@@ -175,6 +175,8 @@ TN_INLINE float f_softplus(float a, float b, float al) {
     float y = a * b;
     return y > al ? a : tn_log1pf(tn_expf(y)) / b;
 }
+/* b is beta x, al the threshold, as PyTorch's softplus_backward */
+TN_INLINE float f_softplus_bw(float g, float y, float al) { return y > al ? g : g * tn_sigmoidf(y); }
 TN_INLINE float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
 TN_INLINE float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
 TN_INLINE float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
@@ -333,7 +335,8 @@ TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 
     X(TN_BINARY_XLOGY, f_xlogy) X(TN_BINARY_COPYSIGN, f_copysign) X(TN_BINARY_HYPOT, f_hypot)               \
     X(TN_BINARY_LEAKY_RELU, f_leaky_relu) X(TN_BINARY_LEAKY_RELU_BACKWARD, f_leaky_relu_bw)                 \
     X(TN_BINARY_HARDSIGMOID_BACKWARD, f_hardsigmoid_bw) X(TN_BINARY_HARDSWISH_BACKWARD, f_hardswish_bw)     \
-    X(TN_BINARY_LOG_SIGMOID_BACKWARD, f_log_sigmoid_bw) X(TN_BINARY_SOFTPLUS, f_softplus)
+    X(TN_BINARY_LOG_SIGMOID_BACKWARD, f_log_sigmoid_bw) X(TN_BINARY_SOFTPLUS, f_softplus)      \
+    X(TN_BINARY_SOFTPLUS_BACKWARD, f_softplus_bw)
 
 #define TN_UNARY_ELEMENT_OPS(X)                                                                             \
     X(TN_UNARY_NEG, f_neg) X(TN_UNARY_ABS, f_abs) X(TN_UNARY_EXP, f_exp) X(TN_UNARY_SQRT, f_sqrt)           \

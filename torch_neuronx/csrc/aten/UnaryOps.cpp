@@ -177,13 +177,15 @@ Tensor& softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Sca
   return binary<Op>(TN_BINARY_SOFTPLUS, iter, out, threshold, self, beta, threshold, out);
 }
 
+// Its backward, beta x > threshold ? grad : grad sigmoid(beta x): one launch over (grad, beta x),
+// the threshold as alpha; beta x is a launch of its own unless beta is 1 (the default).
 Tensor& softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
                               const c10::Scalar& threshold, Tensor& grad_input) {
-  if (!at::isFloatingType(self.scalar_type()))
-    return via_fallback<at::_ops::softplus_backward_grad_input>(grad, self, beta, threshold, grad_input);
-  track_native("aten::softplus_backward.grad_input");
-  Tensor scaled = at::mul(self, beta);
-  return at::where_out(grad_input, at::gt(scaled, threshold), grad, at::mul(grad, at::sigmoid(scaled)));
+  using Op = at::_ops::softplus_backward_grad_input;
+  if (!at::isFloatingType(self.scalar_type())) return via_fallback<Op>(grad, self, beta, threshold, grad_input);
+  Tensor scaled = beta.equal(1) ? self : at::mul(self, beta);
+  auto iter = TensorIterator::borrowing_binary_op(grad_input, grad, scaled);
+  return binary<Op>(TN_BINARY_SOFTPLUS_BACKWARD, iter, grad_input, threshold, grad, self, beta, threshold, grad_input);
 }
 
 // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) in one launch; the buffer output (the CPU's
