@@ -189,6 +189,7 @@ void test_math_ulp_every_isa(void) {
         {TN_UNARY_COSH, -89.0f, 89.0f, 3.0f}, {TN_UNARY_ASINH, -1e6f, 1e6f, 3.0f},
         {TN_UNARY_ASINH, -2.0f, 2.0f, 3.0f},  {TN_UNARY_ACOSH, 1.0f, 1e6f, 3.0f},
         {TN_UNARY_ACOSH, 1.0f, 3.0f, 3.0f},   {TN_UNARY_ATANH, -0.9999f, 0.9999f, 3.0f},
+        {TN_UNARY_TANH, -10.0f, 10.0f, 2.5f}, {TN_UNARY_TANH, -0.7f, 0.7f, 2.5f},
         {TN_UNARY_GELU, -13.0f, 10.0f, 7.0f}, {TN_UNARY_GELU, -2.0f, 2.0f, 7.0f},
     };
     for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
