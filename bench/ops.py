@@ -38,6 +38,7 @@ OPS = {
     "erf": (lambda x, y: torch.erf(x, out=y), 2),
     "gelu_backward": (lambda x, y: torch.ops.aten.gelu_backward(x, x), 3),  # the exact form's
     "silu_backward": (lambda x, y: torch.ops.aten.silu_backward(x, x), 3),
+    "softplus_backward": (lambda x, y: torch.ops.aten.softplus_backward(x, x, 1, 20), 3),  # Mamba's dt
     "randn_": (lambda x, y: y.normal_(), 1),
     "sum": (lambda x, y: x.sum(), 1),
     "sum_rows": (lambda x, y: x.view(-1, 1000).sum(1), 1),
