@@ -189,6 +189,9 @@ void test_math_ulp_every_isa(void) {
         {TN_UNARY_COSH, -89.0f, 89.0f, 3.0f}, {TN_UNARY_ASINH, -1e6f, 1e6f, 3.0f},
         {TN_UNARY_ASINH, -2.0f, 2.0f, 3.0f},  {TN_UNARY_ACOSH, 1.0f, 1e6f, 3.0f},
         {TN_UNARY_ACOSH, 1.0f, 3.0f, 3.0f},   {TN_UNARY_ATANH, -0.9999f, 0.9999f, 3.0f},
+        {TN_UNARY_LOG, 1e-45f, 1e-36f, 1.0f}, {TN_UNARY_LOG, 0.5f, 2.0f, 1.0f},
+        {TN_UNARY_LOG, 0.7f, 1.6f, 1.0f},    {TN_UNARY_LOG, 1e-30f, 3.4e38f, 1.0f},
+        {TN_UNARY_LOG, 1e-8f, 1e3f, 1.0f},
         {TN_UNARY_TANH, -10.0f, 10.0f, 2.5f}, {TN_UNARY_TANH, -0.7f, 0.7f, 2.5f},
         {TN_UNARY_GELU, -13.0f, 10.0f, 7.0f}, {TN_UNARY_GELU, -2.0f, 2.0f, 7.0f},
     };
@@ -209,6 +212,11 @@ void test_math_ulp_every_isa(void) {
                         (double)at);
             CHECK(worst <= cases[c].ulp);
         }
+        /* special inputs, and a tail of one element past a whole vector (AVX-512's log row) */
+        const float special[17] = {0.0f, -0.0f, -1.0f, -INFINITY, INFINITY, NAN, 1.0f, 1e-45f, 3.4028235e38f,
+                                   2.0f, 0.75f, 1.5f, 1.4999999f, -1e-45f, 1.17549435e-38f, 0.5f, 8.0f};
+        CHECK(k->unary_f32(TN_UNARY_LOG, 17, y, 1, special, 1));
+        for (int i = 0; i < 17; i++) CHECK(ulps(y[i], log((double)special[i])) <= 1.0);
     }
 }
 
