@@ -13,6 +13,7 @@
 #include <string.h>
 
 #if defined(__AVX512F__)
+#include <immintrin.h>
 #define TN_VLANES 16
 #elif defined(__AVX__)
 #define TN_VLANES 8
@@ -42,17 +43,23 @@ static inline tn_v16 v16_load(const float *x) {
 }
 
 /* Sixteen bfloat16 values from any address, widened (a bfloat16 is the upper half of a
- * float32): a zero extension and a shift per part. */
+ * float32): a zero extension and a shift per part. (GCC splits the generic form's 16-lane
+ * conversion in two on AVX-512, with an insert: four operations where two do.) */
 static inline tn_v16 v16_load_bf16(const uint16_t *x) {
+    tn_v16 r;
+#if TN_VLANES == 16
+    __m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)x)), 16);
+    memcpy(&r.p[0], &w, sizeof w);
+#else
     typedef uint16_t halves __attribute__((vector_size(2 * TN_VLANES)));
     typedef uint32_t words __attribute__((vector_size(4 * TN_VLANES)));
-    tn_v16 r;
     for (int i = 0; i < TN_VPARTS; i++) {
         halves h;
         memcpy(&h, x + i * TN_VLANES, sizeof h);
         words w = __builtin_convertvector(h, words) << 16;
         memcpy(&r.p[i], &w, sizeof w);
     }
+#endif
     return r;
 }
 
@@ -109,10 +116,22 @@ static inline float v16_sum(tn_v16 v) {
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
-/* v16_sum of four values at once, with the same additions in the same order (on AVX2 the
- * four reductions share their shuffles). */
+/* v16_sum of four values at once, with the same additions in the same order (on AVX2 and
+ * AVX-512 the four reductions share their shuffles). */
 static inline void v16_sum4(tn_v16 a, tn_v16 b, tn_v16 c, tn_v16 d, float out[4]) {
-#if TN_VLANES == 8
+#if TN_VLANES == 16
+    /* lanes l + 8: a's eight sums and b's in one vector, c's and d's in another */
+    __m512 va = (__m512)a.p[0], vb = (__m512)b.p[0], vc = (__m512)c.p[0], vd = (__m512)d.p[0];
+    __m512 hab = _mm512_add_ps(_mm512_shuffle_f32x4(va, vb, 0x44), _mm512_shuffle_f32x4(va, vb, 0xee));
+    __m512 hcd = _mm512_add_ps(_mm512_shuffle_f32x4(vc, vd, 0x44), _mm512_shuffle_f32x4(vc, vd, 0xee));
+    /* lanes l + 4: each value's four sums in a 128-bit lane of its own, a's first */
+    __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(hab, hcd, 0x88), _mm512_shuffle_f32x4(hab, hcd, 0xdd));
+    /* (q0 + q2) + (q1 + q3) in each lane's first float */
+    __m512 x = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4e));
+    __m512 y = _mm512_add_ps(x, _mm512_permute_ps(x, 0xb1));
+    __m128 z = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), y));
+    _mm_storeu_ps(out, z);
+#elif TN_VLANES == 8
     tn_vnative ha = a.p[0] + a.p[1], hb = b.p[0] + b.p[1], hc = c.p[0] + c.p[1], hd = d.p[0] + d.p[1];
     /* lanes l + 4: the first value's four sums, then the second's */
     tn_vnative qab = __builtin_shufflevector(ha, hb, 0, 1, 2, 3, 8, 9, 10, 11) +
