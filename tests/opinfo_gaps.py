@@ -19,11 +19,4 @@ GAPS = {
     # --- gradients
     ('gradients', 'nn.functional.layer_norm', 'float32'):
         'sample 2 (f32[1], (1), f32[1], f32[1]) grad of input 0: neuron gradient differs: max abs diff 0.000122 (rel 1); 1/1 elements',
-    # --- native
-    ('native', 'round.decimals_0', '*'):
-        'falls back: aten::round.decimals_out (all 3 samples)',
-    ('native', 'round.decimals_3', '*'):
-        'falls back: aten::round.decimals_out (all 3 samples)',
-    ('native', 'round.decimals_neg_3', '*'):
-        'falls back: aten::round.decimals_out (all 3 samples)',
 }

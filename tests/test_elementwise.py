@@ -356,6 +356,36 @@ def test_softplus_and_gelu_backward_are_native_across_their_branches(dtype):
         torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_round_decimals_is_native_and_rounds_as_the_cpu(dtype):
+    """round(x, decimals) in one launch with the CPU's float arithmetic: ties to even after the
+    scaling's own rounding, negative decimals, and scales past the float range (inf, NaN)."""
+    x = torch.cat([make((997,), torch.float32, 7, low=-3000, high=3000),
+                   torch.tensor([0.5, 1.5, 2.5, -0.5, 0.125, 0.375, 0.005, 1.005, 2.675, 15.0, -25.0, float("inf"),
+                                 float("nan"), -0.0])]).to(dtype)
+    for decimals in (1, 2, 3, -1, -2, 10, 40, -40):
+        native_only(lambda: check(lambda t: torch.round(t, decimals=decimals), x))
+    check(lambda t: torch.round(t, decimals=2), x.double())  # the CPU fallback's double arithmetic
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_activation_scalars_stay_float_for_half_tensors(dtype):
+    """The activations' slope and thresholds are float in PyTorch's kernels, not values of the
+    tensor's dtype: 0.1 rounded to bfloat16 (0.10009765625) had put softplus's and
+    threshold_backward's cut-offs on the wrong side of x = 0.10009765625 (softplus off by 0.65
+    there), and leaky_relu's slope of 0.01 a rounding off on thousands of elements."""
+    x = torch.linspace(-3, 3, 20001).to(dtype)
+    g = torch.linspace(-1, 1, 20001).to(dtype)
+    cases = [lambda t, u: torch.nn.functional.leaky_relu(t, 0.01),
+             lambda t, u: torch.ops.aten.leaky_relu_backward(u, t, 0.01, False),
+             lambda t, u: torch.nn.functional.softplus(t, 1, 0.1),
+             lambda t, u: torch.ops.aten.softplus_backward(u, t, 1, 0.1),
+             lambda t, u: torch.ops.aten.threshold_backward(u, t, 0.1)]
+    for fn in cases:
+        got = fn(x.to("neuron"), g.to("neuron")).cpu()
+        assert torch.equal(got, fn(x, g))
+
+
 def test_activation_second_derivatives_match_cpu():
     """silu_backward runs as one native op (not PyTorch's composite), and autograd still
     differentiates it: the second derivatives of silu and gelu as on the CPU."""

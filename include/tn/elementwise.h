@@ -111,6 +111,9 @@ typedef enum tn_binary_op {
     TN_BINARY_LOG_SIGMOID_BACKWARD, /* a sigmoid(-b) */
     TN_BINARY_SOFTPLUS,             /* b is beta, alpha the threshold: a b > alpha ? a : log1p(e^(a b)) / b */
     TN_BINARY_SOFTPLUS_BACKWARD,    /* b is beta x, alpha the threshold: b > alpha ? a : a sigmoid(b) */
+    TN_BINARY_ROUND_DECIMALS,       /* round(a, decimals), half to even, in float (b is a again): alpha =
+                                       10^d for d >= 0, rint(a alpha) / alpha; -10^-d for d < 0,
+                                       rint(a / -alpha) * -alpha */
     TN_BINARY_COUNT_
 } tn_binary_op;
 

@@ -173,6 +173,10 @@ static double binary_double(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_LOG_SIGMOID_BACKWARD: return a / (1.0 + exp(b));
     case TN_BINARY_SOFTPLUS: return a * b > alpha ? a : log1p(exp(a * b)) / b;
     case TN_BINARY_SOFTPLUS_BACKWARD: return b > alpha ? a : a / (1.0 + exp(-b));
+    case TN_BINARY_ROUND_DECIMALS: { /* in float, as PyTorch's kernel (double tensors fall back) */
+        float x = (float)a, t = (float)alpha;
+        return t > 0 ? nearbyintf(x * t) / t : nearbyintf(x / -t) * -t;
+    }
     case TN_BINARY_FMOD: return fmod(a, b);
     case TN_BINARY_REMAINDER: {
         double m = fmod(a, b);
@@ -401,6 +405,14 @@ static void splat_half(const tn_kernel_table *k, tn_dtype t, float chunk[CHUNK],
     for (int i = 1; i < CHUNK; i++) chunk[i] = chunk[0];
 }
 
+/* For half tensors PyTorch's alpha (add, sub) and clamp bounds are values of their dtype; the
+ * activations' scalars (slope, thresholds) and round's scale stay float: rounding softplus's
+ * or threshold_backward's threshold of 0.1 to bfloat16 had moved its cut-off past x = 0.1. */
+static int scalar_in_float(tn_binary_op op) {
+    return op == TN_BINARY_THRESHOLD_BACKWARD || op == TN_BINARY_LEAKY_RELU || op == TN_BINARY_LEAKY_RELU_BACKWARD || op == TN_BINARY_SOFTPLUS ||
+           op == TN_BINARY_SOFTPLUS_BACKWARD || op == TN_BINARY_ROUND_DECIMALS;
+}
+
 tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
                            const tn_tensor *b, const tn_scalar *alpha, tn_dtype compute,
                            int32_t ith, int32_t nth) {
@@ -414,8 +426,9 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             bes = tn_dtype_size(b->dtype);
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
-    tn_scalar al = *alpha; /* for half tensors, PyTorch's alpha is a value of their dtype */
-    if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT) al.f = round_to_half(compute, al.f);
+    tn_scalar al = *alpha;
+    if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT && !scalar_in_float(op))
+        al.f = round_to_half(compute, al.f);
     float alpha_f = al.kind == TN_SCALAR_KIND_FLOAT ? (float)al.f : (float)al.i;
     int zero_div = 0;
     int nt = same && os == 1 && (compute == TN_DTYPE_F32 || is_half(compute)) && cheap_binary(op) &&

@@ -177,6 +177,11 @@ TN_INLINE float f_softplus(float a, float b, float al) {
 }
 /* b is beta x, al the threshold, as PyTorch's softplus_backward */
 TN_INLINE float f_softplus_bw(float g, float y, float al) { return y > al ? g : g * tn_sigmoidf(y); }
+/* al = 10^d or -10^-d (TN_BINARY_ROUND_DECIMALS), in float as PyTorch's kernel */
+TN_INLINE float f_round_decimals(float a, float b, float al) {
+    (void)b;
+    return al > 0.0f ? __builtin_rintf(a * al) / al : __builtin_rintf(a / -al) * -al;
+}
 TN_INLINE float f_pow(float a, float b, float al) { (void)al; return powf(a, b); }
 TN_INLINE float f_square(float a, float b, float al) { (void)b; (void)al; return a * a; }
 TN_INLINE float f_cube(float a, float b, float al) { (void)b; (void)al; return a * a * a; }
@@ -336,7 +341,7 @@ TN_INLINE float f_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); } /* 
     X(TN_BINARY_LEAKY_RELU, f_leaky_relu) X(TN_BINARY_LEAKY_RELU_BACKWARD, f_leaky_relu_bw)                 \
     X(TN_BINARY_HARDSIGMOID_BACKWARD, f_hardsigmoid_bw) X(TN_BINARY_HARDSWISH_BACKWARD, f_hardswish_bw)     \
     X(TN_BINARY_LOG_SIGMOID_BACKWARD, f_log_sigmoid_bw) X(TN_BINARY_SOFTPLUS, f_softplus)      \
-    X(TN_BINARY_SOFTPLUS_BACKWARD, f_softplus_bw)
+    X(TN_BINARY_SOFTPLUS_BACKWARD, f_softplus_bw) X(TN_BINARY_ROUND_DECIMALS, f_round_decimals)
 
 #define TN_UNARY_ELEMENT_OPS(X)                                                                             \
     X(TN_UNARY_NEG, f_neg) X(TN_UNARY_ABS, f_abs) X(TN_UNARY_EXP, f_exp) X(TN_UNARY_SQRT, f_sqrt)           \

@@ -262,6 +262,10 @@ static double ref_binary(tn_binary_op op, double a, double b, double alpha) {
     case TN_BINARY_LOG_SIGMOID_BACKWARD: return a / (1.0 + exp(b));
     case TN_BINARY_SOFTPLUS: return a * b > alpha ? a : log1p(exp(a * b)) / b;
     case TN_BINARY_SOFTPLUS_BACKWARD: return b > alpha ? a : a / (1.0 + exp(-b));
+    case TN_BINARY_ROUND_DECIMALS: { /* in float, as PyTorch's kernel (double tensors fall back) */
+        float x = (float)a, t = (float)alpha;
+        return t > 0 ? nearbyintf(x * t) / t : nearbyintf(x / -t) * -t;
+    }
     default: return NAN;
     }
 }

@@ -98,6 +98,19 @@ Tensor& rounding_out(const Tensor& self, Tensor& out) {
   return unary<Op>(code, iter, self, out);
 }
 
+// round(x, decimals): one launch, with 10^decimals (or -10^-decimals) as the kernel's scalar and
+// the arithmetic in float, as PyTorch's kernel; integers (which it refuses) and double (whose
+// arithmetic is double) go to the CPU fallback.
+Tensor& round_decimals_out(const Tensor& self, int64_t decimals, Tensor& out) {
+  using Op = at::_ops::round_decimals_out;
+  auto type = self.scalar_type();
+  if (!at::isFloatingType(type) || type == at::kDouble) return via_fallback<Op>(self, decimals, out);
+  if (decimals == 0) return rounding_out<at::_ops::round_out, TN_UNARY_ROUND>(self, out);
+  float ten = static_cast<float>(std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals)));
+  auto iter = TensorIterator::borrowing_binary_op(out, self, self);
+  return binary<Op>(TN_BINARY_ROUND_DECIMALS, iter, out, decimals < 0 ? -ten : ten, self, decimals, out);
+}
+
 Tensor& logical_not_out(const Tensor& self, Tensor& out) {
   auto iter = at::TensorIteratorConfig()
                   .check_all_same_dtype(false)
@@ -279,6 +292,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("ceil.out", rounding_out<at::_ops::ceil_out, TN_UNARY_CEIL>);
   m.impl("trunc.out", rounding_out<at::_ops::trunc_out, TN_UNARY_TRUNC>);
   m.impl("round.out", rounding_out<at::_ops::round_out, TN_UNARY_ROUND>);
+  m.impl("round.decimals_out", round_decimals_out);
   m.impl("exp.out", float_out<at::_ops::exp_out, TN_UNARY_EXP>);
   m.impl("expm1.out", float_out<at::_ops::expm1_out, TN_UNARY_EXPM1>);
   m.impl("log.out", float_out<at::_ops::log_out, TN_UNARY_LOG>);
