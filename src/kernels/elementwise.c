@@ -405,12 +405,12 @@ static void splat_half(const tn_kernel_table *k, tn_dtype t, float chunk[CHUNK],
     for (int i = 1; i < CHUNK; i++) chunk[i] = chunk[0];
 }
 
-/* For half tensors PyTorch's alpha (add, sub) and clamp bounds are values of their dtype; the
- * activations' scalars (slope, thresholds) and round's scale stay float: rounding softplus's
- * or threshold_backward's threshold of 0.1 to bfloat16 had moved its cut-off past x = 0.1. */
-static int scalar_in_float(tn_binary_op op) {
-    return op == TN_BINARY_THRESHOLD_BACKWARD || op == TN_BINARY_LEAKY_RELU || op == TN_BINARY_LEAKY_RELU_BACKWARD || op == TN_BINARY_SOFTPLUS ||
-           op == TN_BINARY_SOFTPLUS_BACKWARD || op == TN_BINARY_ROUND_DECIMALS;
+/* For half tensors PyTorch's kernels take add's and sub's alpha and clamp's bound as values of
+ * the tensors' dtype; every other op's scalar (the activations' slope and thresholds, round's
+ * scale) stays float: rounding softplus's or threshold_backward's threshold of 0.1 to bfloat16
+ * had moved its cut-off past x = 0.1. */
+static int scalar_in_dtype(tn_binary_op op) {
+    return op == TN_BINARY_ADD || op == TN_BINARY_SUB || op == TN_BINARY_CLAMP;
 }
 
 tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tensor *a,
@@ -427,7 +427,7 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
     const tn_kernel_table *k = tn_kernels();
     int same = out->dtype == compute && a->dtype == compute && b->dtype == compute;
     tn_scalar al = *alpha;
-    if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT && !scalar_in_float(op))
+    if (is_half(compute) && al.kind == TN_SCALAR_KIND_FLOAT && scalar_in_dtype(op))
         al.f = round_to_half(compute, al.f);
     float alpha_f = al.kind == TN_SCALAR_KIND_FLOAT ? (float)al.f : (float)al.i;
     int zero_div = 0;

@@ -51,24 +51,31 @@ TN_INLINE float tn_exp_reduce(float x, float *t) {
  * exponent; the result must be a normal float. */
 TN_INLINE float tn_scale_by(float p, float t) { return tn_f32_from_bits(tn_f32_bits(p) + (tn_f32_bits(t) << 23)); }
 
+/* e^r 2^n and e^r 2^n - 1 from a reduced argument r and tn_exp_reduce's t (n in its bits), with
+ * no range handling: the callers' selects or clamps keep n where the results are normal. The
+ * second is 2^n (e^r - 1) + (2^n - 1): both terms exact but for e^r - 1's own error, one
+ * rounding in the sum, and no cancellation near 0 (where n = 0 and it is e^r - 1 itself). */
+TN_INLINE float tn_exp_scaled(float r, float t) { return tn_scale_by(tn_exp_m1_reduced(r) + 1.0f, t); }
+TN_INLINE float tn_expm1_scaled(float r, float t) {
+    float two_n = tn_scale_by(1.0f, t);
+    return TN_FMA(two_n, tn_exp_m1_reduced(r), two_n - 1.0f);
+}
+
 /* e^x. Outside [-87.34, 88.72] (and for NaN) n's bits are garbage, and the two selects at the
  * end replace the result: 0 below (results that would be subnormal flush to zero), x + inf
  * above (inf, and NaN stays NaN). */
 TN_INLINE float tn_expf(float x) {
     float t, r = tn_exp_reduce(x, &t);
-    float y = tn_scale_by(tn_exp_m1_reduced(r) + 1.0f, t);
+    float y = tn_exp_scaled(r, t);
     y = x < -87.33654f ? 0.0f : y;
     return x <= 88.72283f ? y : x + INFINITY;
 }
 
-/* e^x - 1 = 2^n (e^r - 1) + (2^n - 1): both terms exact but for e^r - 1's own error, one
- * rounding in the sum, and no cancellation near 0 (where n = 0 and the result is e^r - 1
- * itself). 2^n is built from its bits for |n| <= 126; from x = 80, e^x alone (the 1 is far
- * below its last bit), and below -17.33 (e^x < 2^-25) the result is -1. */
+/* e^x - 1 (tn_expm1_scaled). 2^n is built from its bits for |n| <= 126; from x = 80, e^x alone
+ * (the 1 is far below its last bit), and below -17.33 (e^x < 2^-25) the result is -1. */
 TN_INLINE float tn_expm1f(float x) {
     float t, r = tn_exp_reduce(x, &t);
-    float two_n = tn_scale_by(1.0f, t);
-    float y = TN_FMA(two_n, tn_exp_m1_reduced(r), two_n - 1.0f);
+    float y = tn_expm1_scaled(r, t);
     y = x > 80.0f ? tn_expf(x) : y;
     y = x < -17.33f ? -1.0f : y;
     return x == 0.0f ? x : y; /* expm1(-0) = -0 */
@@ -78,7 +85,7 @@ TN_INLINE float tn_expm1f(float x) {
  * the result is flushed to 0 (as tn_expf), from 128 it is inf; NaN stays NaN. */
 TN_INLINE float tn_exp2f(float x) {
     float t = x + 12582912.0f, n = t - 12582912.0f;
-    float y = tn_scale_by(tn_exp_m1_reduced((x - n) * 0.693147180559945f) + 1.0f, t);
+    float y = tn_exp_scaled((x - n) * 0.693147180559945f, t);
     y = x < -126.0f ? 0.0f : y;
     return x < 128.0f ? y : x + INFINITY;
 }
@@ -92,8 +99,7 @@ TN_INLINE float tn_sigmoidf(float x) { return 1.0f / (1.0f + tn_expf(-x)); }
 TN_INLINE float tn_tanhf(float x) {
     float ax = fabsf(x), t;
     ax = ax > 9.0f ? 9.0f : ax;
-    float r = tn_exp_reduce(2.0f * ax, &t), two_n = tn_scale_by(1.0f, t);
-    float e = TN_FMA(two_n, tn_exp_m1_reduced(r), two_n - 1.0f);
+    float r = tn_exp_reduce(2.0f * ax, &t), e = tn_expm1_scaled(r, t);
     return copysignf(e / (e + 2.0f), x);
 }
 
@@ -169,7 +175,7 @@ TN_INLINE float tn_square_error(float x, float hi) {
 TN_INLINE float tn_gaussf(float x) {
     float hi = x * x, lo = tn_square_error(x, hi), t;
     float r = TN_FMA(-0.5f, lo, tn_exp_reduce(-0.5f * hi, &t));
-    float e = tn_scale_by(tn_exp_m1_reduced(r) + 1.0f, t);
+    float e = tn_exp_scaled(r, t);
     return hi < 174.0f ? e : 0.0f;
 }
 
