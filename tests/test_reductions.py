@@ -148,7 +148,10 @@ def test_large_reductions_split_across_threads():
     check(lambda t: (t.argmax(), t.argmin()), ties)
     late_nan = x.clone()
     late_nan[290_000] = float("nan")
-    check(lambda t: (t.max(), t.argmax(), t.sum()), late_nan)
+    check(lambda t: (t.max(), t.argmax(), t.sum(), t.amax(), t.amin()), late_nan)
+    early_nan = x.clone()                    # amax's chunks of 64K after the NaN are skipped
+    early_nan[1000] = float("nan")
+    check(lambda t: (t.amax(), t.amin(), t.argmin()), early_nan)
     check(lambda t: t.view(2, -1).max(1), x[:300_000].clone())
     i = make((n,), torch.int64) * (1 << 58)   # wraps around, as on the CPU
     check(lambda t: (t.sum(), t.prod()), i)

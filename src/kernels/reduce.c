@@ -172,16 +172,18 @@ static void extreme_f32(int want_max, const float *q, int64_t stride, int64_t i0
     }
 }
 
-/* extreme_f32 over a contiguous row, in chunks that stay in L1: the ISA's vector extreme of
- * each chunk first, and the chunk walked for its position only when it beats the extreme so
- * far (or holds a NaN). Once a NaN is the extreme nothing beats it. */
+/* extreme_f32 over a contiguous row, in chunks: the ISA's vector extreme of each chunk first,
+ * and, for a position, the chunk walked only when it beats the extreme so far (or holds a
+ * NaN). Chunks with positions stay in L1 for that walk; without them (amax, amin) they are 64
+ * times longer, since each call's set-up and final fold of lanes cost a 1024-element chunk a
+ * third of its time. Once a NaN is the extreme nothing beats it. */
 static void extreme_f32_row(int want_max, int need_pos, const float *q, int64_t i0, int64_t i1, int64_t base,
                             acc *a) {
-    enum { CHUNK = 1024 };
+    const int64_t chunk = need_pos ? 1024 : 65536;
     const tn_kernel_table *k = tn_kernels();
-    for (int64_t c = i0; c < i1; c += CHUNK) {
+    for (int64_t c = i0; c < i1; c += chunk) {
         if (a->started && a->f != a->f) return;
-        int64_t e = i1 - c < CHUNK ? i1 : c + CHUNK;
+        int64_t e = i1 - c < chunk ? i1 : c + chunk;
         double m = k->extreme_f32(e - c, q + c, want_max);
         if (a->started && m == m && !(want_max ? m > a->f : m < a->f)) continue;
         if (need_pos) { /* the first element equal to the chunk's extreme (or NaN) */
