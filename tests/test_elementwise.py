@@ -95,6 +95,22 @@ def test_integer_division(dtype):
     check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=str)
+def test_integer_arithmetic_rows(dtype):
+    """Contiguous rows against a row and against a scalar, and strided views (each a loop of
+    its own), bit for bit as on the CPU, wrapping around at the type's ends."""
+    info = torch.iinfo(dtype)
+    x = make((3, 1000), dtype, 1)
+    x[0, :4] = torch.tensor([info.max, info.min, info.max - 1, info.min + 1], dtype=dtype)
+    y = make((3, 1000), dtype, 2)
+    for a, b in ((x, y), (x.t().contiguous().t(), y[:, ::1]), (x[:, ::3], y[:, ::3])):
+        for fn in (lambda p, q: p + q, lambda p, q: torch.sub(p, q, alpha=3), lambda p, q: p * q,
+                   torch.maximum, torch.minimum, lambda p, q: p & q, lambda p, q: p | q, lambda p, q: p ^ q,
+                   lambda p, q: p * 3, lambda p, q: p + 7, lambda p, q: p.clamp(-50, 50),
+                   lambda p, q: p.clamp(min=q), lambda p, q: torch.add(p, 5, alpha=-2)):
+            assert torch.equal(fn(a.to("neuron"), b.to("neuron")).cpu(), fn(a, b))
+
+
 def test_integer_division_by_zero_raises_at_sync():
     a = torch.tensor([4, 5], device="neuron")
     b = torch.tensor([2, 0], device="neuron")

@@ -154,6 +154,11 @@ def test_large_reductions_split_across_threads():
     check(lambda t: (t.amax(), t.amin(), t.argmin()), early_nan)
     check(lambda t: t.view(2, -1).max(1), x[:300_000].clone())
     i = make((n,), torch.int64) * (1 << 58)   # wraps around, as on the CPU
+    check(lambda t: (t.max(), t.min(), t.amax(), t.argmax(), t.argmin()), i)
+    ties = torch.zeros(n, dtype=torch.int64)
+    ties[[7, 1500, 200_000]] = 5                # first of equal maxima: in a later chunk, another thread
+    ties[[9, 250_000]] = -3
+    check(lambda t: (t.max(), t.argmax(), t.min(), t.argmin(), t[1000:].argmax()), ties)
     check(lambda t: (t.sum(), t.prod()), i)
     b = torch.ones(n, dtype=torch.bool)
     b[299_999] = False

@@ -217,8 +217,26 @@ static int64_t bool_fold(int any, const uint8_t *p, int64_t n, int64_t so_far) {
     return so_far;
 }
 
-/* The same over int64 elements. */
-static void extreme_i64(int want_max, const int64_t *q, int64_t stride, int64_t i0, int64_t i1, int64_t base, acc *a) {
+/* The extreme of int64 elements [i0, i1) of a row (and, with need_pos, the first position
+ * that holds it) folded into the accumulator. */
+static void extreme_i64(int want_max, int need_pos, const int64_t *q, int64_t stride, int64_t i0, int64_t i1,
+                        int64_t base, acc *a) {
+    if (stride == 1) { /* like extreme_f32_row: the ISA's row extreme of each chunk first */
+        const int64_t chunk = need_pos ? 1024 : 65536;
+        for (int64_t c = i0; c < i1; c += chunk) {
+            int64_t e = i1 - c < chunk ? i1 : c + chunk;
+            int64_t m = tn_kernels()->extreme_i64(e - c, q + c, want_max);
+            if (a->started && !(want_max ? m > a->i : m < a->i)) continue;
+            int64_t i = c;
+            if (need_pos)
+                while (q[i] != m) i++;
+            a->f = (double)m;
+            a->i = m;
+            a->pos = base + i;
+            a->started = 1;
+        }
+        return;
+    }
     for (int64_t i = i0; i < i1; i++) {
         int64_t x = q[i * stride];
         if (a->started && !(want_max ? x > a->i : x < a->i)) continue;
@@ -267,8 +285,8 @@ static void accumulate(tn_reduce_op op, const split *s, const tn_tensor *in, int
             continue;
         }
         if (in->dtype == TN_DTYPE_I64 && is_extreme(op)) {
-            extreme_i64(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, (const int64_t *)(const void *)p, row_stride, i0,
-                        i1, r * row, a);
+            extreme_i64(op == TN_REDUCE_MAX || op == TN_REDUCE_ARGMAX, need_pos, (const int64_t *)(const void *)p,
+                        row_stride, i0, i1, r * row, a);
             continue;
         }
         if (in->dtype == TN_DTYPE_F32 && is_extreme(op) && row_stride == 1) {

@@ -153,6 +153,17 @@ static float extreme_f32(int64_t n, const float *x, int want_max) {
     return any_nan ? NAN : best;
 }
 
+/* One loop per direction, which vectorizes with AVX2 or AVX-512 (an int64 compare has no SSE2
+ * instruction, hence a per-ISA row: reduce.c's scalar loop ran at a third of the CPU's speed). */
+static int64_t extreme_i64(int64_t n, const int64_t *x, int want_max) {
+    int64_t m = x[0];
+    if (want_max)
+        for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    else
+        for (int64_t i = 1; i < n; i++) m = x[i] < m ? x[i] : m;
+    return m;
+}
+
 /* acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows. */
 static void fold_rows_f32(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *restrict acc) {
     int64_t r = 0;
@@ -191,5 +202,6 @@ void TN_CONCAT(tn_reduce_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->sq_dev_f32 = sq_dev_f32;
     t->prod_f32 = prod_f32;
     t->extreme_f32 = extreme_f32;
+    t->extreme_i64 = extreme_i64;
     t->fold_rows_f32 = fold_rows_f32;
 }
