@@ -111,6 +111,26 @@ def test_integer_arithmetic_rows(dtype):
             assert torch.equal(fn(a.to("neuron"), b.to("neuron")).cpu(), fn(a, b))
 
 
+def test_float16_rows_match_cpu():
+    """float16 rows computed in one loop with the F16C conversions: a row against a row, a
+    scalar on either side, both operands broadcast, a tail past the last 16 elements, and a
+    strided row (the chunked path), bit for bit as the CPU's float32 arithmetic rounded."""
+    torch.manual_seed(0)
+    a, b = torch.randn(4099).half(), torch.randn(4099).half()
+    s = torch.tensor(0.3).half()
+    cases = [(a, b), (a, s), (s, b), (s.expand(4099), torch.tensor(-1.5).half().expand(4099)), (a[::2], b[::2])]
+    for x, y in cases:
+        for fn in (torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum):
+            assert torch.equal(fn(x.to("neuron"), y.to("neuron")).cpu(), fn(x, y))
+    for x, y in cases[:2]:  # (with a scalar first, the CPU's own scalar tail rounds a + alpha*b differently)
+        assert torch.equal(torch.add(x.to("neuron"), y.to("neuron"), alpha=2.5).cpu(), torch.add(x, y, alpha=2.5))
+    for fn in (torch.neg, torch.abs, torch.relu, torch.sqrt, torch.floor):
+        for x in (a, a[::2]):
+            torch.testing.assert_close(fn(x.to("neuron")).cpu(), fn(x), rtol=0, atol=0, equal_nan=True)
+    for fn in (torch.nn.functional.silu, torch.exp, torch.tanh, torch.sigmoid):
+        torch.testing.assert_close(fn(a.to("neuron")).cpu(), fn(a), rtol=1e-3, atol=1e-3)
+
+
 def test_integer_division_by_zero_raises_at_sync():
     a = torch.tensor([4, 5], device="neuron")
     b = torch.tensor([2, 0], device="neuron")

@@ -376,6 +376,8 @@ tn_status tn_kernel_unary(tn_unary_op op, const tn_tensor *out, const tn_tensor 
         if (same && compute == TN_DTYPE_BF16 &&
             k->unary_bf16(op, n, (uint16_t *)o, os, (const uint16_t *)x, xs))
             continue;
+        if (same && compute == TN_DTYPE_F16 && k->unary_f16(op, n, (uint16_t *)o, os, (const uint16_t *)x, xs))
+            continue;
         if (same && is_half(compute)) {
             float buf[CHUNK], res[CHUNK];
             int64_t i = 0;
@@ -448,6 +450,9 @@ tn_status tn_kernel_binary(tn_binary_op op, const tn_tensor *out, const tn_tenso
             continue;
         if (same && compute == TN_DTYPE_BF16 &&
             k->binary_bf16(op, n, (uint16_t *)o, os, (const uint16_t *)pa, as, (const uint16_t *)pb, bs, alpha_f))
+            continue;
+        if (same && compute == TN_DTYPE_F16 &&
+            k->binary_f16(op, n, (uint16_t *)o, os, (const uint16_t *)pa, as, (const uint16_t *)pb, bs, alpha_f))
             continue;
         if (same && is_half(compute)) {
             float ba[CHUNK], bb[CHUNK], res[CHUNK];

@@ -35,6 +35,11 @@ typedef struct tn_kernel_table {
     int (*binary_bf16)(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
                        const uint16_t *b, int64_t bs, float alpha);
     int (*unary_bf16)(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs);
+    /* the same over float16 rows with the F16C conversions (contiguous output, operands
+     * contiguous or single values); 0 without F16C or for other layouts and ops */
+    int (*binary_f16)(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
+                      const uint16_t *b, int64_t bs, float alpha);
+    int (*unary_f16)(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs);
     /* addcmul, addcdiv or lerp over contiguous float32 rows: o[i] = op(a[i], b[i], c[i]) with
      * the value s (lerp: c NULL takes s as the weight); o may be a */
     void (*ternary_f32)(tn_ternary_op op, int64_t n, float *o, const float *a, const float *b, const float *c,
