@@ -74,6 +74,19 @@ static double prod_f32(int64_t n, const float *x) {
     for (int l = 0; l < 32; l++) lane[l] = 1.0, shift[l] = 0;
     for (int64_t i = 0; i < n; i += 1024) {
         int64_t m = n - i < 1024 ? n - i : 1024, j = 0;
+#if TN_VLANES == 16 /* each conversion from memory: GCC's loop loaded 16 and extracted halves */
+        __m512d l0 = _mm512_loadu_pd(lane), l1 = _mm512_loadu_pd(lane + 8), l2 = _mm512_loadu_pd(lane + 16),
+                l3 = _mm512_loadu_pd(lane + 24);
+        for (; j + 32 <= m; j += 32) {
+            const float *p = x + i + j;
+            l0 = _mm512_mul_pd(l0, _mm512_cvtps_pd(_mm256_loadu_ps(p)));
+            l1 = _mm512_mul_pd(l1, _mm512_cvtps_pd(_mm256_loadu_ps(p + 8)));
+            l2 = _mm512_mul_pd(l2, _mm512_cvtps_pd(_mm256_loadu_ps(p + 16)));
+            l3 = _mm512_mul_pd(l3, _mm512_cvtps_pd(_mm256_loadu_ps(p + 24)));
+        }
+        _mm512_storeu_pd(lane, l0), _mm512_storeu_pd(lane + 8, l1), _mm512_storeu_pd(lane + 16, l2),
+            _mm512_storeu_pd(lane + 24, l3);
+#endif
         for (; j + 32 <= m; j += 32)
             for (int l = 0; l < 32; l++) lane[l] *= x[i + j + l];
         for (; j < m; j++) lane[j & 31] *= x[i + j];

@@ -172,6 +172,31 @@ void test_reduce_rows_every_isa(void) {
             near *= longrow[i];
         }
         CHECK(fabs(k->prod_f32(6000, longrow) - near) <= 1e-12);
+        /* the same lanes in the same order on every ISA: bit for bit the reference's, across
+         * the 32-lane steps and the blocks of 1024 */
+        const tn_kernel_table *ref = tn_kernels_for(TN_ISA_REF);
+        const int plens[] = {1, 31, 32, 33, 1023, 1024, 1025, 3001, 6000};
+        for (size_t pi = 0; pi < sizeof plens / sizeof *plens; pi++) {
+            double mine = k->prod_f32(plens[pi], longrow), want = ref->prod_f32(plens[pi], longrow);
+            CHECK(memcmp(&mine, &want, sizeof mine) == 0);
+        }
+        /* int64 extremes: the ends of the type anywhere, lengths across the vector widths */
+        static int64_t iv[1100];
+        for (int i = 0; i < 1100; i++) iv[i] = (int64_t)((i * 7919) % 2003 - 1001) * 4611686018427387LL;
+        const int ilens[] = {1, 2, 7, 8, 9, 31, 64, 65, 1100};
+        for (size_t li = 0; li < sizeof ilens / sizeof *ilens; li++) {
+            int n = ilens[li];
+            for (int at = -1; at < n; at += n / 3 + 1) {
+                int64_t keep[2] = {at >= 0 ? iv[at] : 0, iv[n - 1]};
+                if (at >= 0) iv[at] = INT64_MAX;
+                iv[n - 1] = at >= 0 ? INT64_MIN : iv[n - 1];
+                int64_t hi = iv[0], lo = iv[0];
+                for (int i = 1; i < n; i++) hi = iv[i] > hi ? iv[i] : hi, lo = iv[i] < lo ? iv[i] : lo;
+                CHECK(k->extreme_i64(n, iv, 1) == hi && k->extreme_i64(n, iv, 0) == lo);
+                if (at >= 0) iv[at] = keep[0];
+                iv[n - 1] = keep[1];
+            }
+        }
         /* acc = op(acc, each of 5 rows of 70), rows 80 apart; a NaN in row 3, column 9 */
         static float rows[5 * 80];
         for (int i = 0; i < 5 * 80; i++) rows[i] = x[i % N] + (float)(i / 80);
