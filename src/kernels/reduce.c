@@ -177,9 +177,11 @@ static void extreme_f32(int want_max, const float *q, int64_t stride, int64_t i0
  * NaN). Chunks with positions stay in L1 for that walk; without them (amax, amin) they are 64
  * times longer, since each call's set-up and final fold of lanes cost a 1024-element chunk a
  * third of its time. Once a NaN is the extreme nothing beats it. */
+static int64_t extreme_chunk(int need_pos) { return need_pos ? 1024 : 65536; }
+
 static void extreme_f32_row(int want_max, int need_pos, const float *q, int64_t i0, int64_t i1, int64_t base,
                             acc *a) {
-    const int64_t chunk = need_pos ? 1024 : 65536;
+    const int64_t chunk = extreme_chunk(need_pos);
     const tn_kernel_table *k = tn_kernels();
     for (int64_t c = i0; c < i1; c += chunk) {
         if (a->started && a->f != a->f) return;
@@ -222,7 +224,7 @@ static int64_t bool_fold(int any, const uint8_t *p, int64_t n, int64_t so_far) {
 static void extreme_i64(int want_max, int need_pos, const int64_t *q, int64_t stride, int64_t i0, int64_t i1,
                         int64_t base, acc *a) {
     if (stride == 1) { /* like extreme_f32_row: the ISA's row extreme of each chunk first */
-        const int64_t chunk = need_pos ? 1024 : 65536;
+        const int64_t chunk = extreme_chunk(need_pos);
         for (int64_t c = i0; c < i1; c += chunk) {
             int64_t e = i1 - c < chunk ? i1 : c + chunk;
             int64_t m = tn_kernels()->extreme_i64(e - c, q + c, want_max);

@@ -76,21 +76,8 @@ static int unary_f32(tn_unary_op op, int64_t n, float *o, int64_t os, const floa
     return unary_f32_rows(op, n, o, os, x, xs);
 }
 
-static int binary_bf16(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
-                       const uint16_t *b, int64_t bs, float alpha) {
-    return binary_bf16_rows(op, n, o, os, a, as, b, bs, alpha);
-}
-
-static int unary_bf16(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs) {
-    return unary_bf16_rows(op, n, o, os, x, xs);
-}
-
-/* float16 rows on the F16C conversions (AVX2 and AVX-512), widened, computed and rounded in
- * one loop as the bfloat16 rows are, sixteen elements at a time in registers: through float32
- * chunks in memory (three passes), float16 add ran at half the CPU's speed. Contiguous output,
- * operands contiguous or single values; the tail through half.h's conversions. The results
- * are the chunked path's bit for bit (the same element functions; vcvtps2ph rounds to
- * nearest even as narrow_half). */
+/* Sixteen float16 values to float32 and back with F16C (vcvtps2ph rounding to nearest even,
+ * as half.h does): the float16 rows below and the conversion rows share them. */
 #if defined(__F16C__)
 TN_INLINE void f16_widen16(float *d, const uint16_t *s) {
 #if TN_VLANES == 16
@@ -110,7 +97,24 @@ TN_INLINE void f16_narrow16(uint16_t *d, const float *s) {
     _mm_storeu_si128((__m128i *)(void *)(d + 8), _mm256_cvtps_ph(_mm256_loadu_ps(s + 8), RNE));
 #endif
 }
+#endif
 
+static int binary_bf16(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
+                       const uint16_t *b, int64_t bs, float alpha) {
+    return binary_bf16_rows(op, n, o, os, a, as, b, bs, alpha);
+}
+
+static int unary_bf16(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs) {
+    return unary_bf16_rows(op, n, o, os, x, xs);
+}
+
+/* float16 rows on the F16C conversions (AVX2 and AVX-512), widened, computed and rounded in
+ * one loop as the bfloat16 rows are, sixteen elements at a time in registers: through float32
+ * chunks in memory (three passes), float16 add ran at half the CPU's speed. Contiguous output,
+ * operands contiguous or single values; the tail through half.h's conversions. The results
+ * are the chunked path's bit for bit (the same element functions; vcvtps2ph rounds to
+ * nearest even as narrow_half). */
+#if defined(__F16C__)
 TN_INLINE void row2_f16(tn_f32_binary_fn f, int64_t n, uint16_t *restrict o, const uint16_t *a, int64_t as,
                         const uint16_t *b, int64_t bs, float alpha) {
     float x[16], y[16], r[16];
@@ -234,8 +238,7 @@ static void f16_to_f32(int64_t n, float *restrict d, int64_t ds, const uint16_t 
     int64_t i = 0;
 #if defined(__F16C__)
     if (ds == 1 && ss == 1)
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+        for (; i + 16 <= n; i += 16) f16_widen16(d + i, s + i);
 #endif
     f16_to_f32_scalar(n - i, d + i * ds, ds, s + i * ss, ss);
 }
@@ -244,9 +247,7 @@ static void f32_to_f16(int64_t n, uint16_t *restrict d, int64_t ds, const float 
     int64_t i = 0;
 #if defined(__F16C__)
     if (ds == 1 && ss == 1)
-        for (; i + 8 <= n; i += 8)
-            _mm_storeu_si128((__m128i *)(d + i),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        for (; i + 16 <= n; i += 16) f16_narrow16(d + i, s + i);
 #endif
     f32_to_f16_scalar(n - i, d + i * ds, ds, s + i * ss, ss);
 }
