@@ -257,6 +257,9 @@ COLUMNS = {  # reductions over the outer dimension of a row-major matrix (a bias
     "norm0": lambda t: torch.linalg.vector_norm(t, dim=0),
     "sum_outer_two": lambda t: t.view(-1, 5, t.shape[1]).sum((0, 1)) if t.shape[0] % 5 == 0 else t.sum(0),
     "sum_batch_expanded": lambda t: t[:1].expand(40, -1).sum(0),   # reduced stride 0
+    "sum0_float64": lambda t: t.sum(0, dtype=torch.float64),
+    "mean_middle": lambda t: t.view(10, -1, t.shape[1]).mean(1),    # kept dimensions on both sides
+    "sum0_strided_out": lambda t: torch.sum(t, 0, out=torch.empty(t.shape[1], 2, dtype=t.dtype, device=t.device)[:, 0]),
 }
 
 

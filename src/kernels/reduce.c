@@ -373,6 +373,31 @@ static void flush(int64_t n, double *d, float *f) {
     memset(f, 0, sizeof(float) * (size_t)n);
 }
 
+/* Outputs from their values v[c], c < n (at most COLUMNS), out_step elements apart from
+ * off_out: sums scaled, sums of squares square-rooted (norms), extremes as they are. */
+static void store_run(const tn_kernel_table *k, tn_fold_op f, double scale, const tn_tensor *out, int64_t off_out,
+                      int64_t out_step, int64_t n, double *v) {
+    for (int64_t c = 0; c < n; c++) v[c] = f == TN_FOLD_SUM ? v[c] * scale : f == TN_FOLD_SUM_SQUARES ? sqrt(v[c]) : v[c];
+    float narrow[COLUMNS];
+    switch (out->dtype) {
+    case TN_DTYPE_F64:
+        for (int64_t c = 0; c < n; c++) ((double *)out->data)[off_out + c * out_step] = v[c];
+        break;
+    case TN_DTYPE_F32:
+        for (int64_t c = 0; c < n; c++) ((float *)out->data)[off_out + c * out_step] = (float)v[c];
+        break;
+    case TN_DTYPE_BF16:
+    case TN_DTYPE_F16: /* through float32, as tn_store rounds */
+        for (int64_t c = 0; c < n; c++) narrow[c] = (float)v[c];
+        k->narrow_half(out->dtype, n, (uint16_t *)out->data + off_out, out_step, narrow, 1);
+        break;
+    default:
+        for (int64_t c = 0; c < n; c++)
+            tn_store((char *)out->data + (off_out + c * out_step) * tn_dtype_size(out->dtype), out->dtype,
+                     (tn_value){v[c], 0, 0, 0});
+    }
+}
+
 /* Whether columns() applies: sums, norms, max and min without positions over outer
  * dimensions of float32, bfloat16 or float16 whose innermost kept dimension has input stride 1. */
 static int columns_apply(tn_reduce_op op, const split *s, const tn_tensor *out, const tn_tensor *idx,
@@ -399,7 +424,7 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
     const int sums = f == TN_FOLD_SUM || f == TN_FOLD_SUM_SQUARES;
     const int64_t width = s->kept_sizes[s->nkept - 1], out_step = s->kept_out[s->nkept - 1];
     const int64_t inner = s->red_sizes[s->nred - 1], inner_stride = s->red_in[s->nred - 1];
-    const int32_t oes = tn_dtype_size(out->dtype), ies = tn_dtype_size(in->dtype);
+    const int32_t ies = tn_dtype_size(in->dtype);
     float facc[COLUMNS], facc2[COLUMNS], tmp[4 * COLUMNS];
     double dacc[COLUMNS];
     for (int64_t o = first, n; o < last; o += n) {
@@ -421,10 +446,8 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
             for (int64_t r = r0, b; r < r1; r += b) {
                 const char *x = base + (offset + r * inner_stride) * ies;
                 b = r1 - r < FLOAT_ROWS ? r1 - r : FLOAT_ROWS;
-                if (sums) { /* a cascade: 16 rows in facc, 16 of those in facc2, then double */
-                    memset(facc, 0, sizeof(float) * (size_t)n);
-                    fold_block(k, f, in->dtype, n, b, x, inner_stride, tmp, facc);
-                    k->binary_f32(TN_BINARY_ADD, n, facc2, 1, facc2, 1, facc, 1, 1.0f);
+                if (sums) { /* a cascade: sums of 16 rows, 16 of those in facc2, then double */
+                    fold_block(k, f, in->dtype, n, b, x, inner_stride, tmp, facc2);
                     if (++blocks % FLOAT_ROWS == 0) flush(n, dacc, facc2);
                 } else if (!started) { /* max and min start from the first row */
                     if (in->dtype == TN_DTYPE_F32)
@@ -443,10 +466,9 @@ static int columns(tn_reduce_op op, const split *s, const tn_tensor *out, const 
             memcpy(partial + o, dacc, sizeof(double) * (size_t)n);
             continue;
         }
-        for (int64_t c = 0; c < n; c++) {
-            double v = f == TN_FOLD_SUM ? dacc[c] * scale : f == TN_FOLD_SUM_SQUARES ? sqrt(dacc[c]) : facc[c];
-            tn_store((char *)out->data + (off_out + c * out_step) * oes, out->dtype, (tn_value){v, 0, 0, 0});
-        }
+        if (!sums)
+            for (int64_t c = 0; c < n; c++) dacc[c] = facc[c];
+        store_run(k, f, scale, out, off_out, out_step, n, dacc);
     }
     return 1;
 }
@@ -548,14 +570,19 @@ void tn_kernel_reduce_columns_finish(tn_reduce_op op, const tn_tensor *out, cons
                                      const double *partials, int32_t nparts) {
     split s;
     split_dims(&s, out, NULL, in);
-    int32_t oes = tn_dtype_size(out->dtype);
-    for (int64_t o = 0; o < s.nout; o++) {
-        double v = 0;
-        for (int32_t t = 0; t < nparts; t++) v += partials[(int64_t)t * s.nout + o];
-        v = op == TN_REDUCE_NORM2 ? sqrt(v) : v * scale;
-        int64_t off_out, off_idx, off_in;
+    const int64_t width = s.kept_sizes[s.nkept - 1], out_step = s.kept_out[s.nkept - 1];
+    double v[COLUMNS];
+    /* runs of up to COLUMNS outputs along the innermost kept dimension */
+    for (int64_t o = 0, n; o < s.nout; o += n) {
+        int64_t col = o % width, off_out, off_idx, off_in;
+        n = s.nout - o < width - col ? s.nout - o : width - col;
+        if (n > COLUMNS) n = COLUMNS;
+        memcpy(v, partials + o, sizeof(double) * (size_t)n);
+        for (int32_t t = 1; t < nparts; t++)
+            for (int64_t c = 0; c < n; c++) v[c] += partials[(int64_t)t * s.nout + o + c];
         output_offsets(&s, o, &off_out, &off_idx, &off_in);
-        tn_store((char *)out->data + off_out * oes, out->dtype, (tn_value){v, 0, 0, 0});
+        store_run(tn_kernels(), op == TN_REDUCE_NORM2 ? TN_FOLD_SUM_SQUARES : TN_FOLD_SUM, scale, out, off_out, out_step,
+                  n, v);
     }
 }
 
