@@ -29,6 +29,7 @@ int tn_test_failures;
     X(test_stream_task_sizes)    \
     X(test_task_ring)            \
     X(test_stream_many_launchers) \
+    X(test_stream_sleeping_waiters) \
     X(test_event_ordering)       \
     X(test_event_timing)         \
     X(test_kernel_error_kept)    \

@@ -188,6 +188,55 @@ void test_stream_many_launchers(void) {
     CHECK(tn_stream_query(s) == TN_STATUS_OK);
 }
 
+typedef struct waiter_arg {
+    tn_stream_t stream;
+    const int *done;    /* flags set by the tasks, in order */
+    int must_be_done;   /* the task whose flag must be set when synchronize returns */
+    int seen_after;     /* the flag of the task after it, as synchronize returned */
+    tn_status st;
+} waiter_arg;
+
+static tn_status set_flag_later(void *p) {
+    int *flag = *(int **)p;
+    sleep_ms(50);
+    __atomic_store_n(flag, 1, __ATOMIC_SEQ_CST);
+    return TN_STATUS_OK;
+}
+
+static void *waiter(void *p) {
+    waiter_arg *w = p;
+    w->st = tn_stream_synchronize(w->stream);
+    w->seen_after = __atomic_load_n(&w->done[w->must_be_done + 1], __ATOMIC_SEQ_CST);
+    CHECK(__atomic_load_n(&w->done[w->must_be_done], __ATOMIC_SEQ_CST) == 1);
+    return NULL;
+}
+
+/* Host threads sleeping in synchronize with different targets: each wakes once the tasks
+ * launched before its call are done, not before and not only when the stream is idle. */
+void test_stream_sleeping_waiters(void) {
+    tn_stream_t s;
+    CHECK_OK(tn_stream_get(0, 4, &s));
+    static int done[4];
+    pthread_t threads[2];
+    waiter_arg args[2];
+    for (int i = 0; i < 3; i++) {
+        int *flag = &done[i];
+        CHECK_OK(tn_stream_launch(s, "flag", set_flag_later, &flag, sizeof flag));
+        if (i < 2) {
+            args[i] = (waiter_arg){s, done, i, -1, TN_STATUS_OK};
+            CHECK(pthread_create(&threads[i], NULL, waiter, &args[i]) == 0);
+            sleep_ms(10); /* the waiter sleeps on its target before the next launch */
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK_OK(args[i].st);
+        CHECK(args[i].seen_after == 0); /* woken 50 ms before the next task was done */
+    }
+    CHECK_OK(tn_stream_synchronize(s));
+    CHECK(done[2] == 1);
+}
+
 void test_event_ordering(void) {
     /* A slow producer on stream 1 and a consumer on stream 2 that waits for its event. */
     tn_stream_t a, b;
