@@ -26,6 +26,7 @@
 #include "internal.h"
 #include "tn/parallel.h"
 
+#define PAUSE_SPIN 300  /* a worker's pauses (~7 us) before it starts yielding */
 #define SPIN 2000       /* a worker's yields before it sleeps */
 #define CALLER_SPIN 20000 /* the caller's pauses (~30-40 cycles each) before it sleeps */
 
@@ -79,6 +80,8 @@ static void *worker(void *arg) {
         atomic_store_explicit(&pool.cpu[self], sched_getcpu(), memory_order_relaxed);
         if (atomic_load(&pool.generation) == seen) {
             pthread_mutex_unlock(&pool.lock);
+            for (int i = 0; i < PAUSE_SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++)
+                _mm_pause();
             for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_relaxed) == seen; i++) {
                 sched_yield();
                 atomic_store_explicit(&pool.cpu[self], sched_getcpu(), memory_order_relaxed);
