@@ -122,6 +122,8 @@ typedef struct tn_kernel_table {
     float (*extreme_f32)(int64_t n, const float *x, int want_max);
     /* the largest (want_max) or smallest element of a contiguous int64 row (n >= 1) */
     int64_t (*extreme_i64)(int64_t n, const int64_t *x, int want_max);
+    /* the wrapping sum of a contiguous int64 row */
+    uint64_t (*sum_i64)(int64_t n, const int64_t *x);
     void (*fold_rows_f32)(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *acc);
     /* random_rows.c: the 64 float values of Philox blocks base / 4 .. base / 4 + 16 of a
      * uniform draw in [a, b) or a normal one (mean a, std b), in element order */

@@ -193,6 +193,9 @@ void test_reduce_rows_every_isa(void) {
                 int64_t hi = iv[0], lo = iv[0];
                 for (int i = 1; i < n; i++) hi = iv[i] > hi ? iv[i] : hi, lo = iv[i] < lo ? iv[i] : lo;
                 CHECK(k->extreme_i64(n, iv, 1) == hi && k->extreme_i64(n, iv, 0) == lo);
+                uint64_t sum = 0; /* wrapping past both ends of the type */
+                for (int i = 0; i < n; i++) sum += (uint64_t)iv[i];
+                CHECK(k->sum_i64(n, iv) == sum);
                 if (at >= 0) iv[at] = keep[0];
                 iv[n - 1] = keep[1];
             }
