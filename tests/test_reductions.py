@@ -283,6 +283,24 @@ def test_column_reductions(name, shape):
     torch.testing.assert_close(got.double(), exact, rtol=0, atol=bound, equal_nan=True)
 
 
+@pytest.mark.parametrize("name", ["sum0", "mean_middle", "norm0", "amax0", "sum0_strided_out"])
+def test_column_reductions_past_the_cache(name):
+    """Float32 input larger than the cache folds blocks of whole rows of up to 2048 outputs
+    (from the cache, 512): with the threshold lowered, more columns than one such block and a
+    partial one."""
+    x = make((300, 4500), torch.float32) * 4
+    x[7, 2100] = float("nan")
+    fn = COLUMNS[name]
+    torch_neuronx._C._set_nontemporal_min_bytes(1 << 20)
+    try:
+        got = fn(x.to("neuron")).cpu()
+    finally:
+        torch_neuronx._C._set_nontemporal_min_bytes(-1)
+    exact = fn(x.double())
+    bound = 2 * (fn(x).double() - exact).abs().nan_to_num().max().item() + 1e-6 * exact.abs().nan_to_num().max().item()
+    torch.testing.assert_close(got.double(), exact, rtol=0, atol=bound, equal_nan=True)
+
+
 @pytest.mark.parametrize("n", [1, 15, 1000, 1025, 300_001])
 def test_vector_extremes_and_norms(n):
     """Extremes in vector chunks, positions looked up in the chunk that holds them; norms and

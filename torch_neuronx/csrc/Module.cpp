@@ -105,6 +105,8 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(s.tracked, s.packed, s.bytes);
   });
   m.def("_nontemporal_min_bytes", [] { return tn_nontemporal_min_bytes(); });
+  // tests: the size from which kernels treat data as larger than the cache (-1: the default)
+  m.def("_set_nontemporal_min_bytes", [](int64_t bytes) { tn_set_nontemporal_min_bytes(bytes); });
   m.def("_isa", [] { return std::string(tn_isa_label()); });
   m.def("_fma_peak_gflops", [](double seconds) {  // the kernel threads' measured FMA peak
     py::gil_scoped_release no_gil;
