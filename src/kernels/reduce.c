@@ -351,8 +351,8 @@ static void bool_rows(int any, uint8_t *out, int64_t out_stride, const uint8_t *
 enum { COLUMNS = 2048, CACHED_COLUMNS = 512, FLOAT_ROWS = 16 };
 
 /* b rows of n elements, `stride` elements apart from x on, folded into `into`: float32 rows in
- * place, bfloat16 and float16 rows (n <= CACHED_COLUMNS) widened first, four at a time, into tmp
- * (4 x CACHED_COLUMNS). */
+ * place; bfloat16 and float16 rows (n <= CACHED_COLUMNS) widened in registers for sums, and
+ * for max and min widened first, four at a time, into tmp (4 x CACHED_COLUMNS). */
 static void fold_block(const tn_kernel_table *k, tn_fold_op f, tn_dtype t, int64_t n, int64_t b, const char *x,
                        int64_t stride, float *tmp, float *into) {
     if (t == TN_DTYPE_F32) {
@@ -360,6 +360,7 @@ static void fold_block(const tn_kernel_table *k, tn_fold_op f, tn_dtype t, int64
         return;
     }
     const uint16_t *h = (const uint16_t *)(const void *)x;
+    if (k->fold_rows_half(t, f, n, b, h, stride, into)) return;
     for (int64_t r = 0, m; r < b; r += m) {
         m = b - r < 4 ? b - r : 4;
         for (int64_t j = 0; j < m; j++) k->widen_half(t, n, tmp + j * CACHED_COLUMNS, 1, h + (r + j) * stride, 1);

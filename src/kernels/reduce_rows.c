@@ -6,6 +6,7 @@
 #include <string.h>
 #include <immintrin.h>
 
+#include "half.h"
 #include "table.h"
 #include "vec16.h"
 
@@ -215,6 +216,70 @@ static void fold_sums_32(int squares, int64_t rows, const float *x, int64_t ldx,
     v16_store(acc + 16, v16_add(v16_load(acc + 16), v16_add(e1, o1)));
 }
 
+/* Sixteen float16 values from any address, widened (exactly): F16C where the variant has it. */
+static inline tn_v16 v16_load_f16(const uint16_t *x) {
+    tn_v16 r;
+#if defined(__F16C__) && TN_VLANES == 16
+    __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)x));
+    memcpy(&r.p[0], &w, sizeof w);
+#elif defined(__F16C__)
+    for (int i = 0; i < TN_VPARTS; i++) {
+        __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x + 8 * i)));
+        memcpy(&r.p[i], &w, sizeof w);
+    }
+#else
+    float f[16];
+    for (int l = 0; l < 16; l++) f[l] = tn_f16_to_f32_inline(x[l]);
+    memcpy(&r, f, sizeof f);
+#endif
+    return r;
+}
+
+/* fold_sums_32 over 16-bit rows (bf16 when `bf16`, else f16), widened as they are loaded. */
+static void fold_half_sums_32(int bf16, int squares, int64_t rows, const uint16_t *x, int64_t ldx, float *acc) {
+    tn_v16 e0 = v16_zero(), e1 = e0, o0 = e0, o1 = e0;
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2, x += 2 * ldx) {
+        tn_v16 a0 = bf16 ? v16_load_bf16(x) : v16_load_f16(x), a1 = bf16 ? v16_load_bf16(x + 16) : v16_load_f16(x + 16);
+        tn_v16 b0 = bf16 ? v16_load_bf16(x + ldx) : v16_load_f16(x + ldx);
+        tn_v16 b1 = bf16 ? v16_load_bf16(x + ldx + 16) : v16_load_f16(x + ldx + 16);
+        if (squares) {
+            e0 = v16_mul_add(e0, a0, a0), e1 = v16_mul_add(e1, a1, a1);
+            o0 = v16_mul_add(o0, b0, b0), o1 = v16_mul_add(o1, b1, b1);
+        } else {
+            e0 = v16_add(e0, a0), e1 = v16_add(e1, a1), o0 = v16_add(o0, b0), o1 = v16_add(o1, b1);
+        }
+    }
+    if (r < rows) {
+        tn_v16 a0 = bf16 ? v16_load_bf16(x) : v16_load_f16(x), a1 = bf16 ? v16_load_bf16(x + 16) : v16_load_f16(x + 16);
+        e0 = squares ? v16_mul_add(e0, a0, a0) : v16_add(e0, a0);
+        e1 = squares ? v16_mul_add(e1, a1, a1) : v16_add(e1, a1);
+    }
+    v16_store(acc, v16_add(v16_load(acc), v16_add(e0, o0)));
+    v16_store(acc + 16, v16_add(v16_load(acc + 16), v16_add(e1, o1)));
+}
+
+/* Sums (of squares) of `rows` bfloat16 or float16 rows into float accumulators, widened in
+ * registers: the chunked path widened four rows at a time into L1 and folded them from there
+ * (x.sum(0) of 1000 x 1000 bf16 took 1.5x the CPU's time). Returns 0 for other ops. */
+static int fold_rows_half(tn_dtype t, tn_fold_op op, int64_t n, int64_t rows, const uint16_t *x, int64_t ldx,
+                          float *restrict acc) {
+    if (op != TN_FOLD_SUM && op != TN_FOLD_SUM_SQUARES) return 0;
+    int bf16 = t == TN_DTYPE_BF16, squares = op == TN_FOLD_SUM_SQUARES;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) fold_half_sums_32(bf16, squares, rows, x + i, ldx, acc + i);
+    for (; i < n; i++) {
+        float sum = 0.0f;
+        for (int64_t r = 0; r < rows; r++) {
+            uint16_t h = x[r * ldx + i];
+            float v = bf16 ? tn_bf16_to_f32_inline(h) : tn_f16_to_f32_inline(h);
+            sum += squares ? v * v : v;
+        }
+        acc[i] += sum;
+    }
+    return 1;
+}
+
 /* acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows. */
 static void fold_rows_f32(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *restrict acc) {
     int64_t r = 0;
@@ -261,4 +326,5 @@ void TN_CONCAT(tn_reduce_install_, TN_ROWS_ISA)(tn_kernel_table *t) {
     t->extreme_i64 = extreme_i64;
     t->sum_i64 = sum_i64;
     t->fold_rows_f32 = fold_rows_f32;
+    t->fold_rows_half = fold_rows_half;
 }

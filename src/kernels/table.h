@@ -125,6 +125,10 @@ typedef struct tn_kernel_table {
     /* the wrapping sum of a contiguous int64 row */
     uint64_t (*sum_i64)(int64_t n, const int64_t *x);
     void (*fold_rows_f32)(tn_fold_op op, int64_t n, int64_t rows, const float *x, int64_t ldx, float *acc);
+    /* the sums (of squares) of fold_rows_f32 over bfloat16 or float16 rows (t), widened in
+     * registers; 0 (nothing done) for the other ops */
+    int (*fold_rows_half)(tn_dtype t, tn_fold_op op, int64_t n, int64_t rows, const uint16_t *x, int64_t ldx,
+                          float *acc);
     /* random_rows.c: the 64 float values of Philox blocks base / 4 .. base / 4 + 16 of a
      * uniform draw in [a, b) or a normal one (mean a, std b), in element order */
     void (*draw_floats)(uint64_t seed, uint64_t offset, int64_t base, int normal, double a, double b, float *v);

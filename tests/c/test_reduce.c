@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/half.h"
 #include "kernels/table.h"
 #include "tn/tn.h"
 
@@ -221,6 +222,30 @@ void test_reduce_rows_every_isa(void) {
                 }
                 CHECK(c == 9 ? isnan(acc[c]) : fabs(acc[c] - want) <= 1e-5 * fabs(want) + 1e-6);
             }
+        }
+        /* the same sums over bfloat16 and float16 rows (widened in registers: 32 columns at a
+         * time and a tail of 6), onto accumulators that already hold 0.5; extremes decline */
+        static uint16_t half_rows[5 * 80];
+        for (int t = 0; t < 2; t++) {
+            tn_dtype dt = t ? TN_DTYPE_F16 : TN_DTYPE_BF16;
+            for (int i = 0; i < 5 * 80; i++)
+                half_rows[i] = t ? tn_f32_to_f16_inline(rows[i]) : tn_f32_to_bf16_inline(rows[i]);
+            for (int op = TN_FOLD_SUM; op <= TN_FOLD_SUM_SQUARES; op++) {
+                float acc[70];
+                for (int c = 0; c < 70; c++) acc[c] = 0.5f;
+                CHECK(k->fold_rows_half(dt, (tn_fold_op)op, 70, 5, half_rows, 80, acc));
+                for (int c = 0; c < 70; c++) {
+                    double want = 0.5;
+                    for (int r = 0; r < 5; r++) {
+                        uint16_t h = half_rows[r * 80 + c];
+                        double v = t ? tn_f16_to_f32_inline(h) : tn_bf16_to_f32_inline(h);
+                        want += op == TN_FOLD_SUM ? v : v * v;
+                    }
+                    CHECK(c == 9 ? isnan(acc[c]) : fabs(acc[c] - want) <= 1e-5 * fabs(want) + 1e-6);
+                }
+            }
+            float acc[70] = {0};
+            CHECK(!k->fold_rows_half(dt, TN_FOLD_MAX, 70, 5, half_rows, 80, acc));
         }
     }
 }
