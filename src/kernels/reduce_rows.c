@@ -191,31 +191,6 @@ static uint64_t sum_i64(int64_t n, const int64_t *x) {
     return sum;
 }
 
-/* acc[i..i+32) += the sum (of squares) of `rows` rows' elements there, summed in registers:
- * even rows and odd rows in two chains, added at the end; acc is read and written once per
- * block of rows instead of once per four rows (the column sums of x.sum(0) ran 15-20% faster
- * on rows from L3). The order is the same on every ISA. */
-static void fold_sums_32(int squares, int64_t rows, const float *x, int64_t ldx, float *acc) {
-    tn_v16 e0 = v16_zero(), e1 = e0, o0 = e0, o1 = e0;
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2, x += 2 * ldx) {
-        tn_v16 a0 = v16_load(x), a1 = v16_load(x + 16), b0 = v16_load(x + ldx), b1 = v16_load(x + ldx + 16);
-        if (squares) {
-            e0 = v16_mul_add(e0, a0, a0), e1 = v16_mul_add(e1, a1, a1);
-            o0 = v16_mul_add(o0, b0, b0), o1 = v16_mul_add(o1, b1, b1);
-        } else {
-            e0 = v16_add(e0, a0), e1 = v16_add(e1, a1), o0 = v16_add(o0, b0), o1 = v16_add(o1, b1);
-        }
-    }
-    if (r < rows) {
-        tn_v16 a0 = v16_load(x), a1 = v16_load(x + 16);
-        e0 = squares ? v16_mul_add(e0, a0, a0) : v16_add(e0, a0);
-        e1 = squares ? v16_mul_add(e1, a1, a1) : v16_add(e1, a1);
-    }
-    v16_store(acc, v16_add(v16_load(acc), v16_add(e0, o0)));
-    v16_store(acc + 16, v16_add(v16_load(acc + 16), v16_add(e1, o1)));
-}
-
 /* Sixteen float16 values from any address, widened (exactly): F16C where the variant has it. */
 static inline tn_v16 v16_load_f16(const uint16_t *x) {
     tn_v16 r;
@@ -235,14 +210,24 @@ static inline tn_v16 v16_load_f16(const uint16_t *x) {
     return r;
 }
 
-/* fold_sums_32 over 16-bit rows (bf16 when `bf16`, else f16), widened as they are loaded. */
-static void fold_half_sums_32(int bf16, int squares, int64_t rows, const uint16_t *x, int64_t ldx, float *acc) {
+/* Sixteen values of a row of `kind` (TN_DTYPE_F32, BF16 or F16) from element i on, as floats. */
+static inline tn_v16 load16(tn_dtype kind, const void *x, int64_t i) {
+    return kind == TN_DTYPE_F32    ? v16_load((const float *)x + i)
+           : kind == TN_DTYPE_BF16 ? v16_load_bf16((const uint16_t *)x + i)
+                                   : v16_load_f16((const uint16_t *)x + i);
+}
+
+/* acc[i..i+32) += the sum (of squares) of `rows` rows' elements there (float32, or bfloat16
+ * and float16 widened as they are loaded), summed in registers: even rows and odd rows in two
+ * chains, added at the end; acc is read and written once per block of rows instead of once
+ * per four rows (the column sums of x.sum(0) ran 15-20% faster on rows from L3). The order is
+ * the same on every ISA. */
+static void fold_sums_32(tn_dtype kind, int squares, int64_t rows, const void *x, int64_t ldx, float *acc) {
     tn_v16 e0 = v16_zero(), e1 = e0, o0 = e0, o1 = e0;
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2, x += 2 * ldx) {
-        tn_v16 a0 = bf16 ? v16_load_bf16(x) : v16_load_f16(x), a1 = bf16 ? v16_load_bf16(x + 16) : v16_load_f16(x + 16);
-        tn_v16 b0 = bf16 ? v16_load_bf16(x + ldx) : v16_load_f16(x + ldx);
-        tn_v16 b1 = bf16 ? v16_load_bf16(x + ldx + 16) : v16_load_f16(x + ldx + 16);
+    int64_t r = 0, at = 0;
+    for (; r + 2 <= rows; r += 2, at += 2 * ldx) {
+        tn_v16 a0 = load16(kind, x, at), a1 = load16(kind, x, at + 16);
+        tn_v16 b0 = load16(kind, x, at + ldx), b1 = load16(kind, x, at + ldx + 16);
         if (squares) {
             e0 = v16_mul_add(e0, a0, a0), e1 = v16_mul_add(e1, a1, a1);
             o0 = v16_mul_add(o0, b0, b0), o1 = v16_mul_add(o1, b1, b1);
@@ -251,7 +236,7 @@ static void fold_half_sums_32(int bf16, int squares, int64_t rows, const uint16_
         }
     }
     if (r < rows) {
-        tn_v16 a0 = bf16 ? v16_load_bf16(x) : v16_load_f16(x), a1 = bf16 ? v16_load_bf16(x + 16) : v16_load_f16(x + 16);
+        tn_v16 a0 = load16(kind, x, at), a1 = load16(kind, x, at + 16);
         e0 = squares ? v16_mul_add(e0, a0, a0) : v16_add(e0, a0);
         e1 = squares ? v16_mul_add(e1, a1, a1) : v16_add(e1, a1);
     }
@@ -267,7 +252,7 @@ static int fold_rows_half(tn_dtype t, tn_fold_op op, int64_t n, int64_t rows, co
     if (op != TN_FOLD_SUM && op != TN_FOLD_SUM_SQUARES) return 0;
     int bf16 = t == TN_DTYPE_BF16, squares = op == TN_FOLD_SUM_SQUARES;
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) fold_half_sums_32(bf16, squares, rows, x + i, ldx, acc + i);
+    for (; i + 32 <= n; i += 32) fold_sums_32(t, squares, rows, x + i, ldx, acc + i);
     for (; i < n; i++) {
         float sum = 0.0f;
         for (int64_t r = 0; r < rows; r++) {
@@ -285,7 +270,7 @@ static void fold_rows_f32(tn_fold_op op, int64_t n, int64_t rows, const float *x
     int64_t r = 0;
     if (op == TN_FOLD_SUM || op == TN_FOLD_SUM_SQUARES) {
         int64_t i = 0;
-        for (; i + 32 <= n; i += 32) fold_sums_32(op == TN_FOLD_SUM_SQUARES, rows, x + i, ldx, acc + i);
+        for (; i + 32 <= n; i += 32) fold_sums_32(TN_DTYPE_F32, op == TN_FOLD_SUM_SQUARES, rows, x + i, ldx, acc + i);
         if (i == n) return;
         x += i, acc += i, n -= i; /* the last columns: four rows per pass over acc */
         for (; r + 4 <= rows; r += 4) {
