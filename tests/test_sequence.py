@@ -50,6 +50,32 @@ def test_cumsum_typed_rows_match_cpu_exactly():
         torch.testing.assert_close(got, torch.cumsum(x, dim), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.bool],
+                         ids=str)
+def test_cumsum_side_by_side_matches_cpu_exactly(dtype):
+    """Scans run side by side: over an outer dimension, rows adjacent in memory in blocks of
+    64 (a partial block, runs that restart in a batch, the threads' split); over the last
+    dimension, rows apart as four chains and the rows left over. bf16 and f16 accumulate in
+    float and float32 in double, as the CPU does: bit for bit."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 37, 150, generator=g) * 20
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    for dim in (0, 1, 2):
+        for t in (x, x[:, :, 5:141], x.transpose(1, 2)):
+            got = native(lambda: torch.cumsum(t.to("neuron"), dim)).cpu()
+            want = torch.cumsum(t, dim)
+            assert got.dtype == want.dtype
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    if dtype in (torch.bfloat16, torch.float16):
+        # a large first element, then small ones that a float sum drops and a double one keeps
+        big, small, count = (2.0**17, 2.0**-7, 2**17) if dtype == torch.bfloat16 else (2.0**14, 2.0**-10, 2**14)
+        row = torch.full((count + 1,), small, dtype=dtype)
+        row[0] = big
+        for t in (row, row.view(1, -1).expand(2, -1)):
+            got = native(lambda: torch.cumsum(t.to("neuron"), -1)).cpu()
+            torch.testing.assert_close(got, torch.cumsum(t, -1), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("k", [-1, 0, 2])
 def test_triu_tril(k):
     x = torch.randn(2, 5, 6)
