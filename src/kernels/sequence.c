@@ -64,7 +64,7 @@ enum { BLOCK = 64, CHAINS = 4 };
                 q[0] = STORE(s0 += LOAD(p[0])), q[ors] = STORE(s1 += LOAD(p[irs]));                   \
                 q[2 * ors] = STORE(s2 += LOAD(p[2 * irs])), q[3 * ors] = STORE(s3 += LOAD(p[3 * irs])); \
             }                                                                                         \
-        } else if (b == 1) {                                                                          \
+        } else if (b == 1) { /* one scan: its sum in a register (in acc[] it waited on a store) */     \
             A s0 = 0;                                                                                 \
             for (int64_t i = 0; i < n; i++) o[i * os] = STORE(s0 += LOAD(v[i * is]));                \
         } else {                                                                                      \
