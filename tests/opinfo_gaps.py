@@ -7,16 +7,4 @@ arguments to regenerate part of it, e.g. `-k native`); `--report` groups it by c
 """
 
 GAPS = {
-    # --- forward
-    ('forward', '_foreach_add[long]', 'bfloat16'):
-        'sample 7 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[12]: neuron result differs: max abs diff 0.0142 (rel 0.113); 1/121 elements',
-    ('forward', '_foreach_add[long]', 'float16'):
-        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[16]: neuron result differs: max abs diff 0.00391 (rel 0.00175); 1/16 elements [2 of 14 samples fail]',
-    ('forward', '_foreach_sub[long]', 'bfloat16'):
-        'sample 6 ([bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], [bf16[23, 23],bf16[22, 22],bf16[21, 21],bf16[20, 20],...], alpha=3.14)[11]: neuron result differs: max abs diff 0.0283 (rel 0.181); 1/144 elements',
-    ('forward', '_foreach_sub[long]', 'float16'):
-        'sample 0 ([f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], [f16[20, 20],f16[19, 19],f16[18, 18],f16[17, 17],...], alpha=3.14)[14]: neuron result differs: max abs diff 0.00391 (rel 0.00189); 1/36 elements [2 of 10 samples fail]',
-    # --- gradients
-    ('gradients', 'nn.functional.layer_norm', 'float32'):
-        'sample 2 (f32[1], (1), f32[1], f32[1]) grad of input 0: neuron gradient differs: max abs diff 0.000122 (rel 1); 1/1 elements',
 }
