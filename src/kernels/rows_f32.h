@@ -392,7 +392,16 @@ TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os, co
 TN_INLINE void row1_bf16(tn_f32_unary_fn f, int64_t n, uint16_t *restrict o, int64_t os, const uint16_t *x,
                          int64_t xs) {
     if (os == 1 && xs == 1) {
-        for (int64_t i = 0; i < n; i++) o[i] = tn_f32_to_bf16_inline(f(tn_bf16_to_f32_inline(x[i])));
+        /* 32 results, then their rounding, as two loops: in one loop GCC merged the rounding's
+         * NaN select with the op's own selects (exp's range ends) into 16-bit mask blends,
+         * and exp's row ran 20% slower than this */
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            float v[32];
+            for (int k = 0; k < 32; k++) v[k] = f(tn_bf16_to_f32_inline(x[i + k]));
+            for (int k = 0; k < 32; k++) o[i + k] = tn_f32_to_bf16_inline(v[k]);
+        }
+        for (; i < n; i++) o[i] = tn_f32_to_bf16_inline(f(tn_bf16_to_f32_inline(x[i])));
     } else {
         for (int64_t i = 0; i < n; i++) o[i * os] = tn_f32_to_bf16_inline(f(tn_bf16_to_f32_inline(x[i * xs])));
     }

@@ -15,6 +15,7 @@ int tn_test_failures;
     X(test_parse_bytes)          \
     X(test_ptrmap)               \
     X(test_half_conversions)     \
+    X(test_bf16_rounding)        \
     X(test_copy_kernel)          \
     X(test_copy_transposed)      \
     X(test_fill_kernel)          \

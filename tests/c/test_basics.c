@@ -58,6 +58,37 @@ void test_ptrmap(void) {
     free(m.values);
 }
 
+/* float32 bits to bfloat16 as the definition reads: a NaN keeps its sign and upper payload
+ * and gets the quiet bit; anything else rounds to nearest, ties to the even neighbour. */
+static uint16_t bf16_by_definition(uint32_t u) {
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    uint32_t hi = u >> 16, lo = u & 0xffffu;
+    if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))) hi++;
+    return (uint16_t)hi;
+}
+
+void test_bf16_rounding(void) {
+    /* Around every bfloat16 boundary (both halves of every upper half, the tie, one off it),
+     * and a stride through all 2^32 patterns: NaNs (signalling too), infinities, the largest
+     * finite values that round to inf, subnormals. */
+    static const uint32_t lows[] = {0, 1, 0x7fff, 0x8000, 0x8001, 0xffff};
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++)
+        for (size_t k = 0; k < sizeof lows / sizeof lows[0]; k++) {
+            uint32_t u = h << 16 | lows[k];
+            float f;
+            memcpy(&f, &u, 4);
+            bad += tn_f32_to_bf16(f) != bf16_by_definition(u);
+        }
+    for (uint64_t u = 0; u < (1ull << 32); u += 40009) {
+        float f;
+        uint32_t w = (uint32_t)u;
+        memcpy(&f, &w, 4);
+        bad += tn_f32_to_bf16(f) != bf16_by_definition(w);
+    }
+    CHECK(bad == 0);
+}
+
 void test_half_conversions(void) {
     /* Every f16 and bf16 bit pattern survives the round trip through f32 (NaNs stay NaN). */
     for (uint32_t h = 0; h < 65536; h++) {
