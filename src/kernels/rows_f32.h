@@ -388,7 +388,8 @@ TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os, co
  * The same element functions on bfloat16 operands, each value widened as it is read and
  * rounded (to nearest even, as narrow_half) as it is written: no float32 chunk goes through
  * memory between three passes, which had held cheap bfloat16 ops to half the CPU's speed.
- * The results are those of the chunked path bit for bit. */
+ * The results are those of the chunked path bit for bit, but for the exact GELU, which has a
+ * cheaper form of its own for bfloat16 results (tn_gelu_bf16f). */
 TN_INLINE void row1_bf16(tn_f32_unary_fn f, int64_t n, uint16_t *restrict o, int64_t os, const uint16_t *x,
                          int64_t xs) {
     if (os == 1 && xs == 1) {
@@ -449,6 +450,10 @@ TN_INLINE int binary_bf16_rows(tn_binary_op op, int64_t n, uint16_t *o, int64_t 
 }
 
 TN_INLINE int unary_bf16_rows(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs) {
+    if (op == TN_UNARY_GELU) { /* its own lower-degree form (tn_gelu_bf16f), for bfloat16 results */
+        row1_bf16(tn_gelu_bf16f, n, o, os, x, xs);
+        return 1;
+    }
 #define TN_CASE(code, fn) case code: row1_bf16(fn, n, o, os, x, xs); return 1;
     switch (op) {
     TN_UNARY_ELEMENT_OPS(TN_CASE)

@@ -54,6 +54,7 @@ int tn_test_failures;
     X(test_integer_division_rows) \
     X(test_f16_rows_every_isa) \
     X(test_bf16_rows_match_float32_rows_every_isa) \
+    X(test_bf16_gelu_every_isa) \
     X(test_convert_rows_every_isa) \
     X(test_typed_rows_every_isa) \
     X(test_integer_semantics)    \
