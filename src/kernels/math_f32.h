@@ -188,26 +188,27 @@ TN_INLINE float tn_normal_cdf_gauss(float x, float *gauss) {
     return x > 0.0f ? 1.0f - half_erfc : half_erfc;
 }
 
-/* The exact GELU, x Phi(x), for results that are rounded to bfloat16: the same form as
- * tn_normal_cdf_gauss at lower degrees, within 2.3e-5 of the exact value, relative (about 1%
- * of a bfloat16 half-ulp; the bound tested is 3e-5), with or without FMA. e^(-x^2 / 2) takes
- * x^2 rounded and a degree-4 polynomial (2.6e-6), erfc(a) e^(a^2) / 2 a degree-5 one in the
- * same t (1.7e-5, minimax in relative error, fitted for this function): 17 multiplies and
- * FMAs where the float32 form takes 29, for the bfloat16 rows only. The left tail keeps its
- * relative accuracy, to x = -13.2, where e^(-x^2 / 2) leaves the float range. */
-TN_INLINE float tn_gelu_bf16f(float x) {
+/* The standard normal CDF for results that are rounded to bfloat16 (the exact GELU and its
+ * backward): the form of tn_normal_cdf_gauss at lower degrees, within 2.3e-5 of the exact
+ * value, relative (about 1% of a bfloat16 half-ulp; the bound tested is 3e-5), with or without
+ * FMA. e^(-x^2 / 2) takes x^2 rounded and a degree-4 polynomial (2.6e-6), erfc(a) e^(a^2) / 2
+ * a degree-5 one in the same t (1.7e-5, minimax in relative error, fitted for this function):
+ * 17 multiplies and FMAs where the float32 form takes 28. The left tail keeps its relative
+ * accuracy, to x = -13.2, where e^(-x^2 / 2) leaves the float range. *gauss receives
+ * e^(-x^2 / 2). */
+TN_INLINE float tn_normal_cdf_gauss_bf16(float x, float *gauss) {
     float q = -0.5f * x * x;
     float t = TN_FMA(q, 1.44269504f, 12582912.0f), n = t - 12582912.0f;
     float r = TN_FMA(n, 2.12194440e-4f, TN_FMA(n, -0.693359375f, q));
     float e = TN_FMA(TN_FMA(TN_FMA(TN_FMA(0.0414586067f, r, 0.167909071f), r, 0.500043571f), r, 0.999963403f), r,
                      0.999999285f);
-    float gauss = x * x < 174.0f ? tn_scale_by(e, t) : 0.0f;
+    *gauss = x * x < 174.0f ? tn_scale_by(e, t) : 0.0f;
     float u = 1.0f / TN_FMA(fabsf(x), 0.35355339059327376f, 1.0f);
     float p = TN_FMA(TN_FMA(TN_FMA(TN_FMA(TN_FMA(-0.0988845751f, u, 0.272151113f), u, 0.0177374445f), u, 0.172300726f),
                             u, 0.136436597f),
                      u, 0.000266968273f);
-    float h = gauss * p;
-    return x * (x > 0.0f ? 1.0f - h : h);
+    float h = *gauss * p;
+    return x > 0.0f ? 1.0f - h : h;
 }
 
 TN_INLINE float tn_erff(float x) {

@@ -139,6 +139,17 @@ TN_INLINE float f_gelu_bw(float g, float x, float al) {
     return g * TN_FMA(x * 0.3989422804014327f, gauss, cdf);
 }
 
+/* The exact GELU and its backward for bfloat16 results: the lower-degree CDF */
+TN_INLINE float f_gelu_bf16(float x) {
+    float gauss;
+    return x * tn_normal_cdf_gauss_bf16(x, &gauss);
+}
+TN_INLINE float f_gelu_bw_bf16(float g, float x, float al) {
+    (void)al;
+    float gauss, cdf = tn_normal_cdf_gauss_bf16(x, &gauss);
+    return g * TN_FMA(x * 0.3989422804014327f, gauss, cdf);
+}
+
 TN_INLINE float f_gelu_tanh_bw(float g, float x, float al) {
     (void)al;
     const float k = 0.7978845608028654f, c = 0.044715f;
@@ -388,8 +399,9 @@ TN_INLINE int unary_f32_rows(tn_unary_op op, int64_t n, float *o, int64_t os, co
  * The same element functions on bfloat16 operands, each value widened as it is read and
  * rounded (to nearest even, as narrow_half) as it is written: no float32 chunk goes through
  * memory between three passes, which had held cheap bfloat16 ops to half the CPU's speed.
- * The results are those of the chunked path bit for bit, but for the exact GELU, which has a
- * cheaper form of its own for bfloat16 results (tn_gelu_bf16f). */
+ * The results are those of the chunked path bit for bit, but for the exact GELU and its
+ * backward, which have a cheaper form of their own for bfloat16 results
+ * (tn_normal_cdf_gauss_bf16). */
 TN_INLINE void row1_bf16(tn_f32_unary_fn f, int64_t n, uint16_t *restrict o, int64_t os, const uint16_t *x,
                          int64_t xs) {
     if (os == 1 && xs == 1) {
@@ -430,6 +442,10 @@ TN_INLINE void row2_bf16(tn_f32_binary_fn f, int64_t n, uint16_t *restrict o, in
  * exponent or an uncommon one): the caller takes the chunked float32 path. */
 TN_INLINE int binary_bf16_rows(tn_binary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *a, int64_t as,
                                const uint16_t *b, int64_t bs, float alpha) {
+    if (op == TN_BINARY_GELU_BACKWARD) { /* as the forward, for bfloat16 results */
+        row2_bf16(f_gelu_bw_bf16, n, o, os, a, as, b, bs, alpha);
+        return 1;
+    }
 #define TN_CASE(code, fn) case code: row2_bf16(fn, n, o, os, a, as, b, bs, alpha); return 1;
     switch (op) {
     TN_BINARY_ELEMENT_OPS(TN_CASE)
@@ -450,8 +466,8 @@ TN_INLINE int binary_bf16_rows(tn_binary_op op, int64_t n, uint16_t *o, int64_t 
 }
 
 TN_INLINE int unary_bf16_rows(tn_unary_op op, int64_t n, uint16_t *o, int64_t os, const uint16_t *x, int64_t xs) {
-    if (op == TN_UNARY_GELU) { /* its own lower-degree form (tn_gelu_bf16f), for bfloat16 results */
-        row1_bf16(tn_gelu_bf16f, n, o, os, x, xs);
+    if (op == TN_UNARY_GELU) { /* its own lower-degree form, for bfloat16 results */
+        row1_bf16(f_gelu_bf16, n, o, os, x, xs);
         return 1;
     }
 #define TN_CASE(code, fn) case code: row1_bf16(fn, n, o, os, x, xs); return 1;
