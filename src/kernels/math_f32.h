@@ -143,17 +143,21 @@ TN_INLINE float tn_erfc_tail(float az) {
 /* erfc(a) e^(a^2) / 2 for a = |x| / sqrt 2 <= 9.4 (past which e^(-a^2) leaves the float range)
  * as a polynomial of degree 9 in t = 1 / (1 + a / 2), a minimax fit in relative error made for
  * these kernels: within 2.8e-7 of the exact value in float32, t's rounding included. One branch
- * for every a, where erf's own split at 1 computes two; the polynomial is evaluated in pairs
- * (Estrin), a short chain after the division's long one. */
+ * for every a, where erf's own split at 1 computes two. The polynomial is Horner's: the loop's
+ * elements are independent, so its long chain overlaps the next vectors' work, and it saves the
+ * two multiplies for t^2 and t^4 that Estrin's pairs need (the GELU row is bound by its
+ * multiplies and FMAs: 1M elements 5% faster in a one-core harness). */
 TN_INLINE float tn_half_erfc_scaled(float ax) {
-    float t = 1.0f / TN_FMA(ax, 0.35355339059327376f, 1.0f), t2 = t * t, t4 = t2 * t2;
-    float q01 = TN_FMA(1.4113482832908630e-01f, t, -4.1391326703887899e-06f);
-    float q23 = TN_FMA(1.2599243223667145e-01f, t, 1.4033128321170807e-01f);
-    float q45 = TN_FMA(1.5233382582664490e-02f, t, 8.7237611413002014e-02f);
-    float q67 = TN_FMA(-2.1407684683799744e-01f, t, 1.0211376100778580e-01f);
-    float q89 = TN_FMA(-2.6961876079440117e-02f, t, 1.2899954617023468e-01f);
-    float lo = TN_FMA(q23, t2, q01), hi = TN_FMA(TN_FMA(q89, t2, q67), t2, q45);
-    return TN_FMA(hi, t4, lo);
+    float t = 1.0f / TN_FMA(ax, 0.35355339059327376f, 1.0f);
+    float q = TN_FMA(-2.6961876079440117e-02f, t, 1.2899954617023468e-01f);
+    q = TN_FMA(q, t, -2.1407684683799744e-01f);
+    q = TN_FMA(q, t, 1.0211376100778580e-01f);
+    q = TN_FMA(q, t, 1.5233382582664490e-02f);
+    q = TN_FMA(q, t, 8.7237611413002014e-02f);
+    q = TN_FMA(q, t, 1.2599243223667145e-01f);
+    q = TN_FMA(q, t, 1.4033128321170807e-01f);
+    q = TN_FMA(q, t, 1.4113482832908630e-01f);
+    return TN_FMA(q, t, -4.1391326703887899e-06f);
 }
 
 /* x * x - hi exactly, for hi = x * x rounded: an FMA, or without one Dekker's product of x's

@@ -181,6 +181,22 @@ void test_reduce_rows_every_isa(void) {
             double mine = k->prod_f32(plens[pi], longrow), want = ref->prod_f32(plens[pi], longrow);
             CHECK(memcmp(&mine, &want, sizeof mine) == 0);
         }
+        /* and lanes that are not normal when a block ends, which keep their value: one goes
+         * subnormal in the first block (16 x 1e-20) and comes back in the second, one is 0,
+         * one infinite, with negative factors elsewhere */
+        static float oddrow[3001];
+        for (int i = 0; i < 3001; i++) oddrow[i] = (i % 3) ? 1.25f : -0.875f;
+        for (int j = 0; j < 16; j++) oddrow[5 + 32 * j] = 1e-20f, oddrow[1024 + 5 + 32 * j] = 1e20f;
+        oddrow[9 + 32 * 7] = 0.0f;
+        oddrow[2048 + 14] = INFINITY;
+        const int olens[] = {1024, 2048, 2100, 3001};
+        for (size_t pi = 0; pi < sizeof olens / sizeof *olens; pi++) {
+            double mine = k->prod_f32(olens[pi], oddrow), want = ref->prod_f32(olens[pi], oddrow);
+            CHECK(memcmp(&mine, &want, sizeof mine) == 0);
+        }
+        oddrow[9 + 32 * 7] = 1.0f; /* with no zero: the subnormal lane's way back counts */
+        double back_mine = k->prod_f32(2048, oddrow), back_ref = ref->prod_f32(2048, oddrow);
+        CHECK(memcmp(&back_mine, &back_ref, sizeof back_mine) == 0 && isfinite(back_mine) && back_mine != 0);
         /* int64 extremes: the ends of the type anywhere, lengths across the vector widths */
         static int64_t iv[1100];
         for (int i = 0; i < 1100; i++) iv[i] = (int64_t)((i * 7919) % 2003 - 1001) * 4611686018427387LL;
