@@ -1,6 +1,6 @@
 /* Float32 math written so compilers vectorize it (no calls, no branches the vectoriser cannot
  * turn into selects). Accuracy: each function states its bound (exp 1 ulp, most within 2-3.5,
- * the exact GELU 5.5), held over dense grids by test_math_ulp_every_isa, with NaN and
+ * the exact GELU 5.1), held over dense grids by test_math_ulp_every_isa, with NaN and
  * infinities handled. Shared by every ISA variant of the row kernels. */
 #ifndef TN_KERNELS_MATH_F32_H
 #define TN_KERNELS_MATH_F32_H
