@@ -147,8 +147,11 @@ TN_INLINE float tn_erfc_tail(float az) {
  * elements are independent, so its long chain overlaps the next vectors' work, and it saves the
  * two multiplies for t^2 and t^4 that Estrin's pairs need (the GELU row is bound by its
  * multiplies and FMAs: 1M elements 5% faster in a one-core harness). */
+/* t = 1 / (1 + a / 2) for a = |x| / sqrt 2: the variable of both erfc tail polynomials */
+TN_INLINE float tn_erfc_t(float ax) { return 1.0f / TN_FMA(ax, 0.35355339059327376f, 1.0f); }
+
 TN_INLINE float tn_half_erfc_scaled(float ax) {
-    float t = 1.0f / TN_FMA(ax, 0.35355339059327376f, 1.0f);
+    float t = tn_erfc_t(ax);
     float q = TN_FMA(-2.6961876079440117e-02f, t, 1.2899954617023468e-01f);
     q = TN_FMA(q, t, -2.1407684683799744e-01f);
     q = TN_FMA(q, t, 1.0211376100778580e-01f);
@@ -201,13 +204,11 @@ TN_INLINE float tn_normal_cdf_gauss(float x, float *gauss) {
  * accuracy, to x = -13.2, where e^(-x^2 / 2) leaves the float range. *gauss receives
  * e^(-x^2 / 2). */
 TN_INLINE float tn_normal_cdf_gauss_bf16(float x, float *gauss) {
-    float q = -0.5f * x * x;
-    float t = TN_FMA(q, 1.44269504f, 12582912.0f), n = t - 12582912.0f;
-    float r = TN_FMA(n, 2.12194440e-4f, TN_FMA(n, -0.693359375f, q));
+    float t, r = tn_exp_reduce(-0.5f * x * x, &t);
     float e = TN_FMA(TN_FMA(TN_FMA(TN_FMA(0.0414586067f, r, 0.167909071f), r, 0.500043571f), r, 0.999963403f), r,
                      0.999999285f);
     *gauss = x * x < 174.0f ? tn_scale_by(e, t) : 0.0f;
-    float u = 1.0f / TN_FMA(fabsf(x), 0.35355339059327376f, 1.0f);
+    float u = tn_erfc_t(fabsf(x));
     float p = TN_FMA(TN_FMA(TN_FMA(TN_FMA(TN_FMA(-0.0988845751f, u, 0.272151113f), u, 0.0177374445f), u, 0.172300726f),
                             u, 0.136436597f),
                      u, 0.000266968273f);

@@ -49,7 +49,6 @@ static void combine(tn_reduce_op op, acc *a, tn_value v, int fl, int64_t pos) {
     }
 }
 
-
 /* Sum (or with `squares`, the sum of squares) of bfloat16 or float16 elements [i0, i1) of a
  * row, widened to float32 in chunks that stay in L1 and added as float32 rows are. */
 static double sum_half(tn_dtype t, const char *p, int64_t stride, int64_t i0, int64_t i1, int squares) {

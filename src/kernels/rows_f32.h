@@ -132,11 +132,14 @@ TN_INLINE float f_silu_bw(float g, float x, float al) {
     float s = tn_sigmoidf(x);
     return g * s * (1.0f + x * (1.0f - s));
 }
-/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+/* d/dx x Phi(x) = Phi(x) + x phi(x), from Phi(x) and gauss = e^(-x^2 / 2) */
+TN_INLINE float gelu_slope(float x, float cdf, float gauss) {
+    return TN_FMA(x * 0.3989422804014327f, gauss, cdf);
+}
 TN_INLINE float f_gelu_bw(float g, float x, float al) {
     (void)al;
-    float gauss, cdf = tn_normal_cdf_gauss(x, &gauss); /* gauss = e^(-x^2 / 2) */
-    return g * TN_FMA(x * 0.3989422804014327f, gauss, cdf);
+    float gauss, cdf = tn_normal_cdf_gauss(x, &gauss);
+    return g * gelu_slope(x, cdf, gauss);
 }
 
 /* The exact GELU and its backward for bfloat16 results: the lower-degree CDF */
@@ -147,7 +150,7 @@ TN_INLINE float f_gelu_bf16(float x) {
 TN_INLINE float f_gelu_bw_bf16(float g, float x, float al) {
     (void)al;
     float gauss, cdf = tn_normal_cdf_gauss_bf16(x, &gauss);
-    return g * TN_FMA(x * 0.3989422804014327f, gauss, cdf);
+    return g * gelu_slope(x, cdf, gauss);
 }
 
 TN_INLINE float f_gelu_tanh_bw(float g, float x, float al) {
