@@ -370,24 +370,31 @@ def _tensor_to_neuron(t, storages):
     return d
 
 
+def _map_leaves(x, leaf):
+    """x with every leaf (anything but a list, tuple, named tuple or dict) replaced by leaf(v)."""
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_map_leaves(v, leaf) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_leaves(v, leaf) for v in x)
+    if isinstance(x, dict):
+        return {k: _map_leaves(v, leaf) for k, v in x.items()}
+    return leaf(x)
+
+
 def _to_neuron(x, memo):
     """x with its tensors moved to neuron (memo: the objects and storages moved so far) and
     CPU device arguments turned into neuron ones."""
-    if isinstance(x, torch.Tensor):
-        if id(x) not in memo:
-            memo[id(x)] = _tensor_to_neuron(x, memo.setdefault("storages", {}))
-        return memo[id(x)]
-    if isinstance(x, torch.device):
-        return torch.device(DEVICE) if x.type == "cpu" else x
-    if isinstance(x, str) and x == "cpu":       # a device argument ('to', factories)
-        return DEVICE
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_to_neuron(v, memo) for v in x))
-    if isinstance(x, (list, tuple)):
-        return type(x)(_to_neuron(v, memo) for v in x)
-    if isinstance(x, dict):
-        return {k: _to_neuron(v, memo) for k, v in x.items()}
-    return x
+    def leaf(v):
+        if isinstance(v, torch.Tensor):
+            if id(v) not in memo:
+                memo[id(v)] = _tensor_to_neuron(v, memo.setdefault("storages", {}))
+            return memo[id(v)]
+        if isinstance(v, torch.device):
+            return torch.device(DEVICE) if v.type == "cpu" else v
+        if isinstance(v, str) and v == "cpu":       # a device argument ('to', factories)
+            return DEVICE
+        return v
+    return _map_leaves(x, leaf)
 
 
 class _Sample:
@@ -411,13 +418,7 @@ def _moved(sample, name=None):
 
 
 def _clone(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_clone(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _clone(v) for k, v in x.items()}
-    return x
+    return _map_leaves(x, lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v)
 
 
 def _cloned(sample):
@@ -529,18 +530,14 @@ def _compare(actual, expected, name, where, check_device=True):
 def _widened(x, dtype, memo):
     """x with its floating tensors of `dtype` copied to float64 (leaves keep requires_grad);
     tensors shared in x stay shared."""
-    if isinstance(x, torch.Tensor):
-        if id(x) not in memo:
-            w = x.detach().to(torch.float64) if x.dtype == dtype else x.detach().clone()
-            memo[id(x)] = w.requires_grad_() if x.requires_grad else w
-        return memo[id(x)]
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_widened(v, dtype, memo) for v in x))
-    if isinstance(x, (list, tuple)):
-        return type(x)(_widened(v, dtype, memo) for v in x)
-    if isinstance(x, dict):
-        return {k: _widened(v, dtype, memo) for k, v in x.items()}
-    return x
+    def leaf(v):
+        if not isinstance(v, torch.Tensor):
+            return v
+        if id(v) not in memo:
+            w = v.detach().to(torch.float64) if v.dtype == dtype else v.detach().clone()
+            memo[id(v)] = w.requires_grad_() if v.requires_grad else w
+        return memo[id(v)]
+    return _map_leaves(x, leaf)
 
 
 def _widened_sample(sample, dtype):
