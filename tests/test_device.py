@@ -64,6 +64,36 @@ def test_tensor_and_module_methods():
     torch.testing.assert_close(m.cpu().weight, m.weight.cpu())
 
 
+def test_module_to_keeps_parameters_and_ties():
+    """`model.to("neuron")` moves each Parameter's data in place, as for CUDA: the Parameter
+    objects stay (optimizers and hooks made before the move keep working) and so do weight
+    ties, whose gradient then sums both uses."""
+    embed = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = embed.weight
+    model = torch.nn.Sequential(embed, head)
+    weight = embed.weight
+    ids = torch.tensor([[1, 2, 3]])
+    model(ids).square().sum().backward()
+    expect = weight.grad.clone()
+    weight.grad = None
+
+    model.to("neuron")
+    assert embed.weight is weight and head.weight is weight and weight.is_neuron
+    model(ids.to("neuron")).square().sum().backward()
+    torch.testing.assert_close(weight.grad.cpu(), expect)
+    model.cpu()
+    assert head.weight is weight and weight.device.type == "cpu" and weight.grad.device.type == "cpu"
+
+    # the same answer as between CPU and CUDA, which `.data =` and Module._apply rely on
+    a, b = torch.ones(2), torch.ones(3, dtype=torch.float64, device="neuron")
+    assert torch._has_compatible_shallow_copy_type(a, b)
+    assert torch._has_compatible_shallow_copy_type(b, a)
+    a.data = b
+    assert a.is_neuron and a.dtype == torch.float64
+    assert not torch._has_compatible_shallow_copy_type(b, torch.ones(2).to_sparse())
+
+
 @pytest.mark.parametrize("make", [
     lambda: torch.empty(2, device="neuron:5"),
     lambda: torch.neuron.set_device(5),

@@ -27,6 +27,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
                                       c10::IntArrayRef size, c10::IntArrayRef stride);
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 void record_stream(at::Tensor& self, c10::Stream stream);
 
 // Copy.cpp: copies, fills, scalars

@@ -117,6 +117,23 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_source_storage_offset(self, storage, 0, {0}, {});
 }
 
+// nn.Module.to() swaps a parameter's data in place (keeping the Parameter object, and with it
+// every weight tie and optimizer reference) only when this answers true. The CPU and CUDA
+// answer true for any two dense tensors; upstream's list of dense backends leaves out
+// PrivateUse1, which would make `model.to("neuron")` replace each parameter per module and
+// silently untie shared weights. Dense CPU or neuron tensors are compatible here; anything
+// else (sparse, nested, subclasses) gets upstream's answer.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense_here = [](c10::DispatchKeySet ks) {
+    constexpr c10::DispatchKeySet backends({c10::BackendComponent::CPUBit,
+                                            c10::BackendComponent::PrivateUse1Bit});
+    return ks.has(c10::DispatchKey::Dense) && ks.has_any(backends) &&
+           !ks.has_any(c10::python_ks);
+  };
+  if (dense_here(self.key_set()) && dense_here(from.key_set())) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 void record_stream(at::Tensor& self, c10::Stream stream) {
   track_native("aten::record_stream");
   TORCH_CHECK(stream.device_type() == kNeuron, "record_stream expects a neuron stream, got ",

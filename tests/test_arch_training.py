@@ -1,0 +1,75 @@
+"""One training step of tiny Transformers architectures (the configs of
+`torch_neuronx.tools.tiny_configs`, fixed seed) after `model.to("neuron")`: forward with labels
+and backward give the CPU's loss and the CPU's gradient in every parameter, with no op on the
+CPU fallback. Decoders train as causal LMs, encoders as masked LMs, encoder-decoders as
+sequence-to-sequence LMs. The many with tied input and output embeddings (GPT-2, Gemma, OPT,
+T5, BERT, BART...) also check that the move keeps the tie, so the shared weight's gradient sums
+both uses as on the CPU."""
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch_neuronx  # noqa: E402
+
+transformers = pytest.importorskip("transformers")
+
+from torch_neuronx.tools.tiny_configs import MODEL_SETUP, SEED, tiny_config  # noqa: E402
+
+DECODERS = ["llama", "gpt2", "gptj", "codegen", "gpt_neox", "bloom", "falcon", "opt", "mpt",
+            "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi", "phi3",
+            "stablelm", "starcoder2", "granite", "cohere", "persimmon", "nemotron", "olmo",
+            "olmo2", "helium", "mixtral", "qwen2_moe", "deepseek_v3", "jamba", "mamba"]
+ENCODERS = ["bert", "roberta", "xlm-roberta", "electra", "distilbert", "deberta-v2"]
+ENCODER_DECODERS = ["t5", "bart", "mbart"]
+
+
+def build(model_type):
+    config = tiny_config(model_type)
+    if model_type in ENCODER_DECODERS:
+        cls = transformers.AutoModelForSeq2SeqLM
+        if getattr(config, "decoder_start_token_id", None) is None:  # T5 has none
+            config.decoder_start_token_id = config.pad_token_id
+    elif model_type in ENCODERS:
+        cls = transformers.AutoModelForMaskedLM
+    else:
+        cls = transformers.AutoModelForCausalLM
+    torch.manual_seed(SEED)
+    model = cls.from_config(config, dtype=torch.float32).eval()
+    if model_type in MODEL_SETUP:
+        MODEL_SETUP[model_type](model)
+    return model
+
+
+def loss_and_grads(model, batch):
+    loss = model(**batch).loss
+    loss.backward()
+    grads = {name: p.grad.cpu() for name, p in model.named_parameters() if p.grad is not None}
+    return loss.detach().cpu(), grads
+
+
+@pytest.mark.parametrize("model_type", DECODERS + ENCODERS + ENCODER_DECODERS)
+def test_training_step_matches_cpu(model_type):
+    model = build(model_type)
+    ids = torch.randint(3, model.config.get_text_config().vocab_size, (2, 12),
+                        generator=torch.Generator().manual_seed(1))
+    batch = dict(input_ids=ids, labels=ids[:, :6].contiguous() if model_type in ENCODER_DECODERS
+                 else ids)
+    expect_loss, expect = loss_and_grads(model, batch)
+    model.zero_grad(set_to_none=True)
+
+    model.to("neuron")
+    torch_neuronx.clear_op_tracking()
+    loss, got = loss_and_grads(model, {k: v.to("neuron") for k, v in batch.items()})
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    torch.testing.assert_close(loss, expect_loss, rtol=1e-5, atol=1e-6)
+    assert got.keys() == expect.keys()
+    # Gradients that are zero in exact arithmetic (a key projection's bias, under softmax's
+    # shift invariance) come out as rounding residue on both sides; the floor of the absolute
+    # tolerance, relative to the largest gradient in the model, covers them.
+    largest = max(e.abs().max().item() for e in expect.values())
+    for name, e in expect.items():
+        scale = max(e.abs().max().item(), 1e-3 * largest)
+        torch.testing.assert_close(got[name], e, rtol=0, atol=1e-4 * scale,
+                                   msg=lambda m, name=name: f"{model_type} {name}: {m}")
