@@ -128,3 +128,51 @@ def test_solve_triangular_gradient_and_log_sigmoid():
     assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
     for d, c in ((da, a), (db, b), (dx, x)):
         torch.testing.assert_close(d.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layer, dim", [
+    # wav2vec2/HuBERT's positional convolution: weight norm over all but the last dimension
+    (lambda: torch.nn.Conv1d(8, 8, 5, padding=2, groups=2), 2),
+    (lambda: torch.nn.Linear(6, 4), 0),
+])
+@pytest.mark.parametrize("api", ["parametrization", "hook"])
+def test_weight_norm(dtype, layer, dim, api):
+    """The fused weight norm (_weight_norm_interface and its backward) against the CPU: output,
+    and the gradients of g, v and the input, through both of PyTorch's weight-norm APIs."""
+    torch.manual_seed(0)
+    norm = (torch.nn.utils.parametrizations.weight_norm if api == "parametrization"
+            else torch.nn.utils.weight_norm)
+    cpu = norm(layer().to(dtype), dim=dim)
+    dev = norm(layer().to(dtype), dim=dim)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("neuron")
+    x = torch.randn(3, 8, 7, dtype=dtype) if isinstance(cpu, torch.nn.Conv1d) else torch.randn(3, 6, dtype=dtype)
+    xc, xd = x.clone().requires_grad_(), x.to("neuron").requires_grad_()
+    torch_neuronx.clear_op_tracking()
+    outs = [m(t) for m, t in ((cpu, xc), (dev, xd))]
+    ramp = torch.arange(outs[0].shape[-1], dtype=dtype) - 2  # a gradient that is not all ones
+    for o in outs:
+        (o * ramp.to(o.device)).sum().backward()
+    torch.neuron.synchronize()
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    tol = dict(rtol=1.6e-2, atol=1e-2) if dtype == torch.bfloat16 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outs[1].cpu(), outs[0], **tol)
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, **tol)
+    for (name, p), q in zip(cpu.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, **tol, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_weight_norm_interface_direct():
+    """The op itself, as torch._weight_norm calls it: both results against the CPU (the norms
+    in float32 for bfloat16 inputs), and a clear error for a dim it does not take."""
+    v = torch.randn(4, 3, 5, generator=G, dtype=torch.bfloat16)
+    for dim, g in ((0, torch.rand(4, 1, 1, generator=G)), (2, torch.rand(1, 1, 5, generator=G))):
+        g = g.to(torch.bfloat16)
+        expect = torch._weight_norm_interface(v, g, dim)
+        got = torch._weight_norm_interface(v.to("neuron"), g.to("neuron"), dim)
+        for e, d in zip(expect, got):
+            assert d.dtype == e.dtype
+            torch.testing.assert_close(d.cpu(), e, rtol=1.6e-2, atol=1e-3)
+    with pytest.raises(RuntimeError, match="dim must be the first or the last"):
+        torch._weight_norm_interface(v.to("neuron"), torch.ones(1, 3, 1, device="neuron"), 1)
