@@ -1,7 +1,8 @@
 """Ops transformer models reach beyond the basic families, against the CPU and with no
 fallback: histc (MoE routing), floor_divide, pow with a scalar base, full prod, sgn, isnan,
 softplus, unfold, flip, eye, dot, mv, index_add, arange on integer dtypes, index_copy (the static KV cache), masked_scatter, erfinv, and the
-complex products of complex rotary embeddings (polar, complex mul)."""
+complex products of complex rotary embeddings (polar, complex mul), and the fused weight norm of
+wav2vec2-style positional convolutions."""
 import pytest
 import torch
 import torch_neuronx
