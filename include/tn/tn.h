@@ -27,6 +27,7 @@
 #include "tn/foreach.h"
 #include "tn/attention.h"
 #include "tn/linalg.h"
+#include "tn/ctc.h"
 #include "tn/graph.h"
 
 #endif
