@@ -24,6 +24,45 @@ def test_arange(args, dtype):
         torch.arange(0, 3, 0, device="neuron")
 
 
+
+@pytest.mark.parametrize("args,dtype", [
+    ((0, 1, 5), torch.float32), ((-3.3, 7.1, 1000), torch.float32), ((0.1, 1.7, 33), torch.bfloat16),
+    ((0.1, 1.7, 33), torch.float16), ((1e-3, 1.0, 17), torch.float64), ((2, 2, 4), torch.float32),
+    ((0, 10, 5), torch.int64), ((2.7, -5.9, 7), torch.int32), ((0, 255, 256), torch.uint8),
+    ((4, 9, 1), torch.float32), ((1, 0, 0), torch.float32),
+])
+def test_linspace(args, dtype):
+    """Both ends exact; close to the CPU, which steps in the result's dtype (bfloat16
+    arithmetic for bfloat16), and within half an ulp of the float64 linspace rounded, which
+    neuron's double-precision steps give (from the ends rounded to the dtype, as the CPU takes
+    them). Integers as the CPU: truncated ends, exact."""
+    got = native(lambda: torch.linspace(*args, dtype=dtype, device="neuron")).cpu()
+    expect = torch.linspace(*args, dtype=dtype)
+    assert got.dtype == expect.dtype and got.shape == expect.shape
+    if not dtype.is_floating_point or got.numel() <= 1:
+        assert torch.equal(got, expect)
+        return
+    assert got[0] == expect[0] and got[-1] == expect[-1]
+    ends = [torch.tensor(a, dtype=dtype).item() for a in args[:2]]  # the ends in the dtype
+    # the CPU's start + i * step rounds at the scale of the ends (near a zero crossing that is
+    # many ulps of the result)
+    eps = torch.finfo(dtype).eps
+    assert ((got.double() - expect.double()).abs() <= 2 * eps * max(map(abs, ends))).all()
+    ulp = eps * got.double().abs().clamp_min(torch.finfo(dtype).tiny)
+    exact = torch.linspace(*ends, args[2], dtype=torch.float64)
+    bound = ulp if dtype == torch.float64 else ulp / 2  # float64: the steps' own rounding
+    assert ((got.double() - exact).abs() <= bound).all()
+
+
+def test_linspace_strided_out_and_errors():
+    out = torch.zeros(10, device="neuron")
+    native(lambda: torch.linspace(-1, 1, 5, out=out[::2]))
+    expect = torch.zeros(10)
+    torch.linspace(-1, 1, 5, out=expect[::2])
+    torch.testing.assert_close(out.cpu(), expect)
+    with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+        torch.linspace(0, 1, -1, device="neuron")
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32, torch.bfloat16], ids=str)
 def test_cumsum(dtype):
     x = torch.randint(-5, 5, (4, 7)).to(dtype)

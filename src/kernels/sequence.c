@@ -1,4 +1,4 @@
-/* arange, cumsum and triu/tril (see tn/sequence.h). */
+/* arange, linspace, cumsum and triu/tril (see tn/sequence.h). */
 #include <string.h>
 
 #include "elem.h"
@@ -36,6 +36,18 @@ void tn_kernel_arange(const tn_tensor *out, const tn_scalar *start, const tn_sca
         } else {
             v.re = a.re + (double)i * d.re;
         }
+        tn_store((char *)out->data + i * st * es, out->dtype, v);
+    }
+}
+
+void tn_kernel_linspace(const tn_tensor *out, double start, double end, int32_t ith, int32_t nth) {
+    int64_t n = out->sizes[0], st = out->strides[0], first, last, halfway = n / 2;
+    int32_t es = tn_dtype_size(out->dtype);
+    double step = n > 1 ? (end - start) / (double)(n - 1) : 0.0;
+    tn_slice(n, ith, nth, &first, &last);
+    for (int64_t i = first; i < last; i++) {
+        double x = i < halfway || n == 1 ? start + step * (double)i : end - step * (double)(n - 1 - i);
+        tn_value v = {x, 0, 0, 0};
         tn_store((char *)out->data + i * st * es, out->dtype, v);
     }
 }

@@ -7,7 +7,7 @@
 #include "tn/sequence.h"
 
 typedef struct seq_task {
-    int kind; /* 0 arange, 1 cumsum, 2 triangle */
+    int kind; /* 0 arange, 1 cumsum, 2 triangle, 3 linspace (from start.f to step.f) */
     tn_tensor out, in;
     tn_scalar start, step;
     int64_t k;
@@ -20,6 +20,8 @@ static void seq_slice(void *p, int32_t ith, int32_t nth) {
         tn_kernel_arange(&t->out, &t->start, &t->step, ith, nth);
     else if (t->kind == 1)
         tn_kernel_cumsum(&t->out, &t->in, ith, nth);
+    else if (t->kind == 3)
+        tn_kernel_linspace(&t->out, t->start.f, t->step.f, ith, nth);
     else
         tn_kernel_triangle(&t->out, &t->in, t->k, t->upper, ith, nth);
 }
@@ -40,6 +42,14 @@ tn_status tn_arange_async(tn_stream_t stream, const tn_tensor *out, const tn_sca
     if (out->ndim != 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "arange: 1-D output expected");
     seq_task t = {0, *out, *out, *start, *step, 0, 0};
     return launch_seq(stream, "aten::arange.start_out", &t);
+}
+
+tn_status tn_linspace_async(tn_stream_t stream, const tn_tensor *out, double start, double end) {
+    if (out->ndim != 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "linspace: 1-D output expected");
+    tn_scalar a = {0}, b = {0};
+    a.f = start, b.f = end;
+    seq_task t = {3, *out, *out, a, b, 0, 0};
+    return launch_seq(stream, "aten::linspace.out", &t);
 }
 
 tn_status tn_cumsum_async(tn_stream_t stream, const tn_tensor *out, const tn_tensor *in) {

@@ -1,8 +1,10 @@
-// arange, cumsum, triu/tril and the infinity tests.
+// arange, linspace, cumsum, triu/tril and the infinity tests.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/native/Resize.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/linspace.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/isneginf.h>
@@ -49,6 +51,26 @@ Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::
   tn_tensor o = to_tn_view(out);
   tn_scalar a = to_tn_scalar(integral ? c10::Scalar(is) : start), st = to_tn_scalar(integral ? c10::Scalar(id) : step);
   check(tn_arange_async(current_stream(out.device().index()), &o, &a, &st));
+  return out;
+}
+
+// The CPU's linspace takes start and end in the result's dtype first (integers truncated), then
+// steps from both ends; the kernel does that in double.
+Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  auto type = out.scalar_type();
+  if (!elementwise_dtypes_ok({type}) || at::isComplexType(type) || type == at::kBool)
+    return via_fallback<at::_ops::linspace_out>(start, end, steps, out);
+  if (out.numel() != steps) out.resize_({steps});
+  track_native("aten::linspace.out");
+  if (steps == 0) return out;
+  double s = 0, e = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, type, "linspace", [&] {
+    s = static_cast<double>(start.to<scalar_t>());
+    e = static_cast<double>(end.to<scalar_t>());
+  });
+  tn_tensor o = to_tn_view(out);
+  check(tn_linspace_async(current_stream(out.device().index()), &o, s, e));
   return out;
 }
 
@@ -136,6 +158,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("eye.m_out", eye_out);
   m.impl("eye.out", eye_square_out);
   m.impl("arange.start_out", arange_out);
+  m.impl("linspace.out", linspace_out);
   m.impl("cumsum.out", cumsum_out);
   m.impl("triu.out", triangle_out<at::_ops::triu_out, 1>);
   m.impl("tril.out", triangle_out<at::_ops::tril_out, 0>);
