@@ -197,3 +197,30 @@ def test_gather():
                                torch.gather(logp, -1, labels.unsqueeze(-1)))
     with pytest.raises(RuntimeError, match="index out of range"):
         torch.gather(on(x), 1, on(torch.tensor([[6]]))).cpu()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    """scatter_reduce (TAPAS's segment reductions, MoE token routing) against the CPU: repeated
+    indices, NaN propagating through amax/amin, integer mean rounding down, and gradients."""
+    x = torch.randn(4, 6)
+    src = torch.randn(4, 5)
+    src[1, 2] = float("nan")
+    idx = torch.tensor([[0, 1, 1, 5, 5], [2, 2, 2, 0, 3], [4, 4, 0, 0, 1], [3, 3, 3, 3, 3]])
+    got = native(lambda: on(x).scatter_reduce(1, on(idx), on(src), reduce, include_self=include_self))
+    torch.testing.assert_close(got.cpu(), x.scatter_reduce(1, idx, src, reduce, include_self=include_self),
+                               equal_nan=True)
+    xi, si = torch.randint(-9, 9, (4, 6)), torch.randint(-9, 9, (4, 5))
+    got = native(lambda: on(xi).scatter_reduce(1, on(idx), on(si), reduce, include_self=include_self))
+    assert torch.equal(got.cpu(), xi.scatter_reduce(1, idx, si, reduce, include_self=include_self))
+    src[1, 2] = 0.5
+    grads = []
+    for dev in ("cpu", "neuron"):
+        a, b = x.detach().to(dev).requires_grad_(), src.detach().to(dev).requires_grad_()
+        torch_neuronx.clear_op_tracking()
+        a.scatter_reduce(1, idx.to(dev), b, reduce, include_self=include_self).pow(2).sum().backward()
+        grads.append((a.grad.cpu(), b.grad.cpu()))
+        assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    for g, e in zip(*grads[::-1]):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)

@@ -82,9 +82,11 @@ OP_NAMES = [
     # matrix norms and singular values (the nuclear and 2-norms take the SVD)
     "linalg.svdvals", "linalg.matrix_norm",
     # indexing, shapes, factories
-    "index_select", "gather", "scatter", "scatter_add", "index_put", "__getitem__", "cat",
-    "stack", "split", "arange", "full", "zeros", "ones", "triu", "tril", "nonzero",
+    "index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_put", "__getitem__",
+    "cat", "stack", "split", "arange", "linspace", "full", "zeros", "ones", "triu", "tril", "nonzero",
     "masked_select",
+    # speech models' training loss
+    "nn.functional.ctc_loss",
     # casts
     "to", "float", "half", "bfloat16", "double", "int", "long", "bool",
     # what torch.optim's AdamW / SGD (foreach) and clip_grad_norm_ call
@@ -112,6 +114,7 @@ ACCUMULATING = {
     "nn.functional.linear", "nn.functional.layer_norm", "nn.functional.rms_norm",
     "nn.functional.scaled_dot_product_attention", "nn.functional.nll_loss",
     "nn.functional.cross_entropy", "_foreach_norm", "linalg.svdvals", "linalg.matrix_norm",
+    "scatter_reduce", "nn.functional.ctc_loss",
 }
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-2),
        torch.float16: (1e-3, 1e-3), torch.float64: (1e-7, 1e-7)}
@@ -404,7 +407,7 @@ class _Sample:
         self.input, self.args, self.kwargs = input, args, kwargs
 
 
-FACTORIES = {"arange", "full", "zeros", "ones"}
+FACTORIES = {"arange", "linspace", "full", "zeros", "ones"}
 
 
 def _moved(sample, name=None):
@@ -412,7 +415,7 @@ def _moved(sample, name=None):
     to the default."""
     memo = {}
     kwargs = _to_neuron(dict(sample.kwargs), memo)
-    if name in FACTORIES and "device" not in kwargs:
+    if name is not None and name.split(".")[0] in FACTORIES and "device" not in kwargs:
         kwargs["device"] = DEVICE
     return _Sample(_to_neuron(sample.input, memo), _to_neuron(tuple(sample.args), memo), kwargs)
 
@@ -542,12 +545,20 @@ def _widened(x, dtype, memo):
 
 def _widened_sample(sample, dtype):
     """A float64 copy of a `dtype` sample. A float `alpha` is first rounded to `dtype`, since
-    add and sub round it to the tensors' dtype on every CPU path."""
+    add and sub round it to the tensors' dtype on every CPU path. A factory's `dtype=` becomes
+    float64, its float number arguments rounded to `dtype` first (linspace takes its ends in
+    the result's dtype)."""
     memo = {}
     kwargs = _widened(dict(sample.kwargs), dtype, memo)
     if isinstance(kwargs.get("alpha"), float):
         kwargs["alpha"] = torch.tensor(kwargs["alpha"], dtype=dtype).item()
-    return _Sample(_widened(sample.input, dtype, memo), _widened(tuple(sample.args), dtype, memo), kwargs)
+    args = _widened(tuple(sample.args), dtype, memo)
+    inp = _widened(sample.input, dtype, memo)
+    if kwargs.get("dtype") == dtype:
+        kwargs["dtype"] = torch.float64
+        round_ = lambda v: torch.tensor(v, dtype=dtype).item() if isinstance(v, float) else v  # noqa: E731
+        inp, args = round_(inp), tuple(round_(a) for a in args)
+    return _Sample(inp, args, kwargs)
 
 
 def _rounded_like(x, like):
@@ -938,7 +949,8 @@ def _out_run(name, dtype):
         if name in ("topk", "sort"):
             probs = _compare_sorting(name, sample, tuple(out), tuple(cpu_out), where)
         else:
-            probs = _compare(out, cpu_out, name, where)
+            probs = _agrees_in_float64(_compare(out, cpu_out, name, where), out, cpu_out,
+                                       lambda: _call(op, _widened_sample(sample, dtype)), dtype, name, where)
         outs = [out] if isinstance(out, torch.Tensor) else list(out)
         rets = [ret] if isinstance(ret, torch.Tensor) else list(ret)
         if not probs and (len(rets) != len(outs) or any(

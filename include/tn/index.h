@@ -35,10 +35,17 @@ tn_status tn_kernel_index_add_rows(const tn_tensor *out, const tn_tensor *index,
 
 /* scatter: out[..., index[p], ...] = src[p] along `dim` for every position p of index (index
  * and src views share sizes, int64 index; out's other sizes are at least index's), or with
- * TN_SCATTER_ADD / TN_SCATTER_MUL combined with what is there. Runs on one thread, so with
- * repeated indices the last write wins and reductions add up in order, deterministically.
- * Indices outside [0, out.size(dim)) fail like index_select's. */
-typedef enum tn_scatter_reduce { TN_SCATTER_ASSIGN, TN_SCATTER_ADD, TN_SCATTER_MUL } tn_scatter_reduce;
+ * TN_SCATTER_ADD / TN_SCATTER_MUL / TN_SCATTER_MAX / TN_SCATTER_MIN combined with what is
+ * there (the maximum and minimum propagate NaN, as PyTorch's scatter_reduce). Runs on one
+ * thread, so with repeated indices the last write wins and reductions add up in order,
+ * deterministically. Indices outside [0, out.size(dim)) fail like index_select's. */
+typedef enum tn_scatter_reduce {
+    TN_SCATTER_ASSIGN,
+    TN_SCATTER_ADD,
+    TN_SCATTER_MUL,
+    TN_SCATTER_MAX,
+    TN_SCATTER_MIN
+} tn_scatter_reduce;
 tn_status tn_scatter_async(tn_stream_t stream, const char *name, const tn_tensor *out,
                            int32_t dim, const tn_tensor *index, const tn_tensor *src,
                            tn_scatter_reduce reduce);

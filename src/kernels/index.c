@@ -1,4 +1,5 @@
 /* index_select and where (see tn/index.h). */
+#include <math.h>
 #include <string.h>
 
 #include "elem.h"
@@ -135,7 +136,13 @@ tn_status tn_kernel_scatter(const tn_tensor *out, int32_t dim, const tn_tensor *
         tn_value v = tn_load((const char *)src->data + so * ses, src->dtype);
         if (reduce != TN_SCATTER_ASSIGN) {
             tn_value o = tn_load(po, out->dtype);
-            if (o.is_int && v.is_int) {
+            if (reduce == TN_SCATTER_MAX || reduce == TN_SCATTER_MIN) {
+                int take_new = o.is_int && v.is_int ? (reduce == TN_SCATTER_MAX ? v.i > o.i : v.i < o.i)
+                                                    : !isnan(o.re) && (isnan(v.re) || (reduce == TN_SCATTER_MAX
+                                                                                         ? v.re > o.re
+                                                                                         : v.re < o.re));
+                if (!take_new) v = o;
+            } else if (o.is_int && v.is_int) {
                 uint64_t a = (uint64_t)o.i, b = (uint64_t)v.i;
                 v.i = (int64_t)(reduce == TN_SCATTER_ADD ? a + b : a * b);
                 if (out->dtype == TN_DTYPE_BOOL) v.i = reduce == TN_SCATTER_ADD ? (o.i || v.i) : (o.i && v.i);

@@ -11,6 +11,9 @@
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/scatter_reduce.h>
+#include <ATen/ops/zeros_like.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ops/scatter.h>
 #include <ATen/ops/scatter_add.h>
 #include <ATen/ops/where.h>
@@ -342,6 +345,47 @@ Tensor& scatter_value_reduce_out(const Tensor& self, int64_t dim, const Tensor& 
                       });
 }
 
+// scatter_reduce.two: sum / prod / amax / amin on the scatter kernel; mean as a sum divided by
+// how many values each position took (self counting as one when included); without self, the
+// positions the scatter reaches start from the reduction's identity, as on the CPU.
+Tensor& scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                               c10::string_view reduce, bool include_self, Tensor& out) {
+  auto fallback = [&]() -> Tensor& {
+    return via_fallback<at::_ops::scatter_reduce_two_out>(self, dim, index, src, reduce, include_self, out);
+  };
+  auto type = self.scalar_type();
+  bool known = reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin";
+  if (!known || (type == at::kBool && reduce == "mean") || at::isComplexType(type)) return fallback();
+  tn_scatter_reduce code = reduce == "prod"   ? TN_SCATTER_MUL
+                           : reduce == "amax" ? TN_SCATTER_MAX
+                           : reduce == "amin" ? TN_SCATTER_MIN
+                                              : TN_SCATTER_ADD;
+  Tensor start = self;
+  if (!include_self && index.numel() > 0) {
+    c10::Scalar identity = 0;
+    bool floating = at::isFloatingType(type);
+    if (reduce == "prod") identity = 1;
+    if (reduce == "amax" || reduce == "amin") {
+      bool lowest = reduce == "amax";
+      AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, type, "scatter_reduce", [&] {
+        using limits = std::numeric_limits<scalar_t>;
+        identity = floating ? c10::Scalar(lowest ? -limits::infinity() : limits::infinity())
+                            : c10::Scalar(lowest ? limits::lowest() : limits::max());
+      });
+    }
+    start = at::scatter(self, dim, long_index(index, "scatter_reduce"), identity);
+  }
+  scatter_impl("aten::scatter_reduce.two_out", start, dim, index, src, 0, code, out, fallback);
+  if (reduce == "mean" && index.numel() > 0) {
+    Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
+    count.scatter_add_(dim, long_index(index, "scatter_reduce"), at::ones_like(src));
+    count.masked_fill_(at::eq(count, 0), 1);
+    if (at::isFloatingType(type)) out.div_(count);
+    else out.div_(count, "floor");
+  }
+  return out;
+}
+
 Tensor& scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
   return scatter_impl("aten::scatter_add.out", self, dim, index, src, 0, TN_SCATTER_ADD, out,
                       [&]() -> Tensor& { return via_fallback<at::_ops::scatter_add_out>(self, dim, index, src, out); });
@@ -392,6 +436,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.value_out", scatter_value_out);
   m.impl("scatter.reduce_out", scatter_reduce_out);
   m.impl("scatter.value_reduce_out", scatter_value_reduce_out);
+  m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
   m.impl("scatter_add.out", scatter_add_out);
   m.impl("embedding_dense_backward", embedding_dense_backward);
   m.impl("embedding_renorm_", embedding_renorm);
