@@ -7,4 +7,6 @@ arguments to regenerate part of it, e.g. `-k native`); `--report` groups it by c
 """
 
 GAPS = {
+    ("native", "nn.functional.max_pool2d", "int64"): "integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)",
+    ("native", "nn.functional.max_pool2d", "int32"): "integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)",
 }

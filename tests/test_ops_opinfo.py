@@ -85,8 +85,8 @@ OP_NAMES = [
     "index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_put", "__getitem__",
     "cat", "stack", "split", "arange", "linspace", "full", "zeros", "ones", "triu", "tril", "nonzero",
     "masked_select",
-    # speech models' training loss
-    "nn.functional.ctc_loss",
+    # speech models' training loss; CNN backbones' pooling
+    "nn.functional.ctc_loss", "nn.functional.max_pool2d",
     # casts
     "to", "float", "half", "bfloat16", "double", "int", "long", "bool",
     # what torch.optim's AdamW / SGD (foreach) and clip_grad_norm_ call

@@ -28,6 +28,7 @@
 #include "tn/attention.h"
 #include "tn/linalg.h"
 #include "tn/ctc.h"
+#include "tn/pool.h"
 #include "tn/graph.h"
 
 #endif
