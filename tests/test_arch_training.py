@@ -56,6 +56,15 @@ def batch_for(model_type, model):
     return dict(input_ids=ids, labels=labels)
 
 
+def neuron_step(model, batch):
+    """model.to("neuron"), then loss_and_grads there, with no op on the CPU fallback."""
+    model.to("neuron")
+    torch_neuronx.clear_op_tracking()
+    loss, grads = loss_and_grads(model, {k: v.to("neuron") for k, v in batch.items()})
+    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    return loss, grads
+
+
 def flat(grads, names):
     return torch.cat([grads[n].float().flatten() for n in names])
 
@@ -67,10 +76,7 @@ def test_training_step_matches_cpu(model_type):
     expect_loss, expect = loss_and_grads(model, batch)
     model.zero_grad(set_to_none=True)
 
-    model.to("neuron")
-    torch_neuronx.clear_op_tracking()
-    loss, got = loss_and_grads(model, {k: v.to("neuron") for k, v in batch.items()})
-    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    loss, got = neuron_step(model, batch)
     torch.testing.assert_close(loss, expect_loss, rtol=1e-5, atol=1e-6)
     assert got.keys() == expect.keys()
     # Gradients that are zero in exact arithmetic (a key projection's bias, under softmax's
@@ -81,7 +87,6 @@ def test_training_step_matches_cpu(model_type):
         scale = max(e.abs().max().item(), 1e-3 * largest)
         torch.testing.assert_close(got[name], e, rtol=0, atol=1e-4 * scale,
                                    msg=lambda m, name=name: f"{model_type} {name}: {m}")
-
 
 
 @pytest.mark.parametrize("model_type", DECODERS + ENCODERS + ENCODER_DECODERS)
@@ -98,10 +103,7 @@ def test_bfloat16_training_step_is_as_close_to_float32_as_cpu(model_type):
     _, cpu = loss_and_grads(model, batch)
     model.zero_grad(set_to_none=True)
 
-    model.to("neuron")
-    torch_neuronx.clear_op_tracking()
-    loss, got = loss_and_grads(model, {k: v.to("neuron") for k, v in batch.items()})
-    assert torch_neuronx.get_fallback_ops() == {}, torch_neuronx.get_fallback_ops()
+    loss, got = neuron_step(model, batch)
     assert got.keys() == exact.keys() == cpu.keys()
     torch.testing.assert_close(loss.float(), exact_loss, rtol=2 * 2.0**-8, atol=0)
     names = sorted(exact)
