@@ -59,6 +59,12 @@ void tn_kernel_max_pool2d(const tn_pool2d *s, tn_dtype dt, void *out, int64_t *i
 #define LOAD_H(i) load_float(x, dt, i)
 #define STORE_H(o, v) tn_store(y + (o) * es, dt, (tn_value){(v), 0, 0, 0})
             MAX_POOL_PLANE(float, LOAD_H, STORE_H)
+#undef LOAD_D
+#undef STORE_D
+#undef LOAD_F
+#undef STORE_F
+#undef LOAD_H
+#undef STORE_H
         }
     }
 }

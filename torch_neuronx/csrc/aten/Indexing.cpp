@@ -360,7 +360,7 @@ Tensor& scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& in
                            : reduce == "amax" ? TN_SCATTER_MAX
                            : reduce == "amin" ? TN_SCATTER_MIN
                                               : TN_SCATTER_ADD;
-  Tensor start = self;
+  Tensor idx = long_index(index, "scatter_reduce"), start = self;
   if (!include_self && index.numel() > 0) {
     c10::Scalar identity = 0;
     bool floating = at::isFloatingType(type);
@@ -373,12 +373,12 @@ Tensor& scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& in
                             : c10::Scalar(lowest ? limits::lowest() : limits::max());
       });
     }
-    start = at::scatter(self, dim, long_index(index, "scatter_reduce"), identity);
+    start = at::scatter(self, dim, idx, identity);
   }
-  scatter_impl("aten::scatter_reduce.two_out", start, dim, index, src, 0, code, out, fallback);
+  scatter_impl("aten::scatter_reduce.two_out", start, dim, idx, src, 0, code, out, fallback);
   if (reduce == "mean" && index.numel() > 0) {
     Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
-    count.scatter_add_(dim, long_index(index, "scatter_reduce"), at::ones_like(src));
+    count.scatter_add_(dim, idx, at::ones_like(src));
     count.masked_fill_(at::eq(count, 0), 1);
     if (at::isFloatingType(type)) out.div_(count);
     else out.div_(count, "floor");
