@@ -1,6 +1,6 @@
 /* Float32 math written so compilers vectorize it (no calls, no branches the vectoriser cannot
  * turn into selects). Accuracy: each function states its bound (exp 1 ulp, most within 2-3.5,
- * the exact GELU 5.1), held over dense grids by test_math_ulp_every_isa, with NaN and
+ * the exact GELU 6.8), held over dense grids by test_math_ulp_every_isa, with NaN and
  * infinities handled. Shared by every ISA variant of the row kernels. */
 #ifndef TN_KERNELS_MATH_F32_H
 #define TN_KERNELS_MATH_F32_H
@@ -140,27 +140,26 @@ TN_INLINE float tn_erfc_tail(float az) {
     return az < 4.0f ? tn_expf(-(az * az)) * q : 0.0f;
 }
 
-/* erfc(a) e^(a^2) / 2 for a = |x| / sqrt 2 <= 9.4 (past which e^(-a^2) leaves the float range)
- * as a polynomial of degree 9 in t = 1 / (1 + a / 2), a minimax fit in relative error made for
- * these kernels: within 2.8e-7 of the exact value in float32, t's rounding included. One branch
- * for every a, where erf's own split at 1 computes two. The polynomial is Horner's: the loop's
- * elements are independent, so its long chain overlaps the next vectors' work, and it saves the
- * two multiplies for t^2 and t^4 that Estrin's pairs need (the GELU row is bound by its
- * multiplies and FMAs: 1M elements 5% faster in a one-core harness). */
-/* t = 1 / (1 + a / 2) for a = |x| / sqrt 2: the variable of both erfc tail polynomials */
+/* t = 1 / (1 + a / 2) for a = |x| / sqrt 2: the variable of the bfloat16 form's erfc polynomial */
 TN_INLINE float tn_erfc_t(float ax) { return 1.0f / TN_FMA(ax, 0.35355339059327376f, 1.0f); }
 
+/* erfc(a) e^(a^2) / 2 for a = |x| / sqrt 2 <= 9.4 (past which e^(-a^2) leaves the float range)
+ * as a polynomial of degree 8 in t = 1 / (1 + 0.4 |x|), a minimax fit in relative error (a
+ * linear program over the float32-rounded t, so that t's rounding is part of what it fits), made
+ * for these kernels: within 5.5 * 2^-24 of the exact value in float32. One branch for every a,
+ * where erf's own split at 1 computes two. The polynomial is Horner's: the loop's elements are
+ * independent, so its long chain overlaps the next vectors' work, and it saves the multiplies for
+ * t^2 and t^4 that Estrin's pairs need (the GELU row is bound by its multiplies and FMAs). */
 TN_INLINE float tn_half_erfc_scaled(float ax) {
-    float t = tn_erfc_t(ax);
-    float q = TN_FMA(-2.6961876079440117e-02f, t, 1.2899954617023468e-01f);
-    q = TN_FMA(q, t, -2.1407684683799744e-01f);
-    q = TN_FMA(q, t, 1.0211376100778580e-01f);
-    q = TN_FMA(q, t, 1.5233382582664490e-02f);
-    q = TN_FMA(q, t, 8.7237611413002014e-02f);
-    q = TN_FMA(q, t, 1.2599243223667145e-01f);
-    q = TN_FMA(q, t, 1.4033128321170807e-01f);
-    q = TN_FMA(q, t, 1.4113482832908630e-01f);
-    return TN_FMA(q, t, -4.1391326703887899e-06f);
+    float t = 1.0f / TN_FMA(ax, 0.4f, 1.0f);
+    float q = TN_FMA(-3.982525229e-02f, t, 2.014769189e-01f);
+    q = TN_FMA(q, t, -3.750790262e-01f);
+    q = TN_FMA(q, t, 2.521430011e-01f);
+    q = TN_FMA(q, t, -1.293931065e-02f);
+    q = TN_FMA(q, t, 1.585645614e-01f);
+    q = TN_FMA(q, t, 1.557655624e-01f);
+    q = TN_FMA(q, t, 1.599055222e-01f);
+    return TN_FMA(q, t, -1.200639003e-05f);
 }
 
 /* x * x - hi exactly, for hi = x * x rounded: an FMA, or without one Dekker's product of x's
@@ -175,14 +174,27 @@ TN_INLINE float tn_square_error(float x, float hi) {
 }
 
 /* e^(-x^2 / 2) for |x| < 13.2 (0 from there, where it leaves the float range, and for inf and
- * NaN: the callers' products make NaN stay NaN). x^2 = hi + lo exactly, and lo / 2 goes into
- * exp's reduced argument, so that neither the rounding of x^2 nor that of x / sqrt 2 (either
- * up to 90 * 2^-24 relative at |x| = 13) reaches the result. The argument is never positive
- * and the select at the end covers exp's lower limit, so exp's own two selects are left out. */
+ * NaN: the callers' products make NaN stay NaN). x^2 = hi + lo exactly, and the reduction works
+ * on s = -x^2 - 2 n ln 2 (twice exp's usual reduced argument, |s| <= ln 2) so that the -1/2 goes
+ * into constants: n = rint(-hi log2(e) / 2), s from hi and n by Cody-Waite with 2 ln 2 in two
+ * parts, and lo is subtracted from s (an add, not a multiply), so that neither the rounding of
+ * x^2 nor that of x / sqrt 2 (either up to 90 * 2^-24 relative at |x| = 13) reaches the result.
+ * e^(s / 2) is 1 + s / 2 + s^2 q(s), q of degree 4 by Horner, a fit in relative error made for
+ * this function (3.1e-9, well below float32's rounding). The argument is never positive and the
+ * select at the end covers exp's lower limit, so exp's own two selects are left out. 11
+ * multiplies and FMAs, where e^(-hi / 2) by tn_expf's reduction and polynomial took 14: the
+ * exact GELU's row is bound by them. */
 TN_INLINE float tn_gaussf(float x) {
-    float hi = x * x, lo = tn_square_error(x, hi), t;
-    float r = TN_FMA(-0.5f, lo, tn_exp_reduce(-0.5f * hi, &t));
-    float e = tn_exp_scaled(r, t);
+    float hi = x * x, lo = tn_square_error(x, hi);
+    float t = TN_FMA(hi, -0.72134752044448170f, 12582912.0f), n = t - 12582912.0f;
+    float s = TN_FMA(n, -1.38671875f, -hi); /* 2 ln 2 = 1.38671875 - 4.2438888e-4; n 1.38671875 is exact */
+    s = TN_FMA(n, 4.2438888e-4f, s) - lo;
+    float e = TN_FMA(2.158492504e-05f, s, 2.615250959e-04f);
+    e = TN_FMA(e, s, 2.604274832e-03f);
+    e = TN_FMA(e, s, 2.083314990e-02f);
+    e = TN_FMA(e, s, 1.249999835e-01f);
+    e = TN_FMA(e, s, 0.5f);
+    e = tn_scale_by(TN_FMA(e, s, 1.0f), t);
     return hi < 174.0f ? e : 0.0f;
 }
 
@@ -200,7 +212,7 @@ TN_INLINE float tn_normal_cdf_gauss(float x, float *gauss) {
  * value, relative (about 1% of a bfloat16 half-ulp; the bound tested is 3e-5), with or without
  * FMA. e^(-x^2 / 2) takes x^2 rounded and a degree-4 polynomial (2.6e-6), erfc(a) e^(a^2) / 2
  * a degree-5 one in the same t (1.7e-5, minimax in relative error, fitted for this function):
- * 17 multiplies and FMAs where the float32 form takes 28. The left tail keeps its relative
+ * 17 multiplies and FMAs where the float32 form takes 22. The left tail keeps its relative
  * accuracy, to x = -13.2, where e^(-x^2 / 2) leaves the float range. *gauss receives
  * e^(-x^2 / 2). */
 TN_INLINE float tn_normal_cdf_gauss_bf16(float x, float *gauss) {
