@@ -85,8 +85,9 @@ OP_NAMES = [
     "index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_put", "__getitem__",
     "cat", "stack", "split", "arange", "linspace", "full", "zeros", "ones", "triu", "tril", "nonzero",
     "masked_select",
-    # speech models' training loss; CNN backbones' pooling
-    "nn.functional.ctc_loss", "nn.functional.max_pool2d",
+    # speech models' training loss; CNN backbones' pooling and normalisation
+    "nn.functional.ctc_loss", "nn.functional.max_pool2d", "nn.functional.batch_norm",
+    "nn.functional.group_norm", "nn.functional.instance_norm",
     # casts
     "to", "float", "half", "bfloat16", "double", "int", "long", "bool",
     # what torch.optim's AdamW / SGD (foreach) and clip_grad_norm_ call
@@ -114,7 +115,8 @@ ACCUMULATING = {
     "nn.functional.linear", "nn.functional.layer_norm", "nn.functional.rms_norm",
     "nn.functional.scaled_dot_product_attention", "nn.functional.nll_loss",
     "nn.functional.cross_entropy", "_foreach_norm", "linalg.svdvals", "linalg.matrix_norm",
-    "scatter_reduce", "nn.functional.ctc_loss",
+    "scatter_reduce", "nn.functional.ctc_loss", "nn.functional.batch_norm", "nn.functional.group_norm",
+    "nn.functional.instance_norm",
 }
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-2),
        torch.float16: (1e-3, 1e-3), torch.float64: (1e-7, 1e-7)}

@@ -21,6 +21,7 @@
 #include "tn/reduce.h"
 #include "tn/index.h"
 #include "tn/norm.h"
+#include "tn/channel_norm.h"
 #include "tn/sequence.h"
 #include "tn/sort.h"
 #include "tn/optim.h"
