@@ -27,7 +27,7 @@ ISA_FLAGS_avx2 := -mavx2 -mfma -mf16c
 ISA_FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 ISAS := ref avx2 avx512
 
-PER_ISA := rows reduce_rows random_rows gemm_ukernel attention attention_backward
+PER_ISA := rows reduce_rows random_rows gemm_ukernel attention attention_backward channel_norm_rows
 # Built once, for CPUs with AVX512-BF16 (installed only when CPUID reports it).
 ISA_FLAGS_avx512bf16 := $(ISA_FLAGS_avx512) -mavx512bf16
 BF16_ONLY := gemm_bf16

@@ -3,8 +3,9 @@
  *
  * Statistics: batch norm takes one mean and biased variance per channel over its n planes;
  * group norm (groups > 0) one per sample and group over the group's c / groups planes. Each
- * plane's mean and sum of squared deviations are computed in double (two passes over the
- * plane) and the planes combined by Chan's rule, so a large mean does not cancel the variance.
+ * plane's mean and sum of squared deviations come from two passes over the plane (float32 and
+ * 16-bit data in float about a pivot near the mean, chunks folded in double; float64 in double)
+ * and the planes are combined by Chan's rule, so a large mean does not cancel the variance.
  *
  * Forward: y = (x - mean) * rstd * weight[c] + bias[c], rstd = 1 / sqrt(var + eps).
  *   - batch norm, training: mean and rstd are written per channel; running_mean and
@@ -54,7 +55,7 @@ tn_status tn_channel_norm_async(tn_stream_t stream, const char *name, const tn_c
 tn_status tn_channel_norm_backward_async(tn_stream_t stream, const char *name, const tn_channel_norm *cn);
 
 /* The kernel's three phases, for the runtime: per-plane sums over the planes of slice ith of
- * nth into work (3 doubles a plane); then, once, the statistics and per-plane coefficients
+ * nth into work (4 doubles a plane, then 2 a channel); then, once, the statistics and per-plane coefficients
  * (written back into work); then the element pass over the slice's planes. */
 void tn_kernel_channel_norm_sums(const tn_channel_norm *cn, int backward, double *work, int32_t ith, int32_t nth);
 void tn_kernel_channel_norm_coefficients(const tn_channel_norm *cn, int backward, double *work);

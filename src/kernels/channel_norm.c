@@ -1,40 +1,13 @@
 /* Batch and group normalisation (see tn/channel_norm.h): per-plane sums split across threads,
  * the statistics and per-plane coefficients once, then one pass of y = a x + b (forward) or
- * dx = A dy + B x + C (backward) per plane. Elements go through chunks of doubles, so every
- * dtype shares one code path and sums never lose the small terms. */
+ * dx = A dy + B x + C (backward) per plane. The planes' loops are the ISA's
+ * (channel_norm_rows.c, through the kernel table). */
 #include <math.h>
-#include <string.h>
 
 #include "elem.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/channel_norm.h"
-
-enum { CHUNK = 256 };
-
-/* elements [off, off + m) of p as doubles */
-static void load(tn_dtype t, const void *p, int64_t off, int64_t m, double *d, float *f) {
-    if (t == TN_DTYPE_F64) {
-        memcpy(d, (const double *)p + off, (size_t)m * sizeof(double));
-        return;
-    }
-    const float *src = (const float *)p + off;
-    if (t != TN_DTYPE_F32) {
-        tn_kernels()->widen_half(t, m, f, 1, (const uint16_t *)p + off, 1);
-        src = f;
-    }
-    for (int64_t i = 0; i < m; i++) d[i] = src[i];
-}
-
-static void store(tn_dtype t, void *p, int64_t off, int64_t m, const double *d, float *f) {
-    if (t == TN_DTYPE_F64) {
-        memcpy((double *)p + off, d, (size_t)m * sizeof(double));
-        return;
-    }
-    float *dst = t == TN_DTYPE_F32 ? (float *)p + off : f;
-    for (int64_t i = 0; i < m; i++) dst[i] = (float)d[i];
-    if (t != TN_DTYPE_F32) tn_kernels()->narrow_half(t, m, (uint16_t *)p + off, 1, f, 1);
-}
 
 static double param(const tn_channel_norm *cn, const void *p, int64_t i, double none) {
     return p ? tn_load((const char *)p + i * tn_dtype_size(cn->param_dtype), cn->param_dtype).re : none;
@@ -44,6 +17,12 @@ static void put(const tn_channel_norm *cn, void *p, int64_t i, double v) {
     if (!p) return;
     tn_value x = {v, 0, 0, 0};
     tn_store((char *)p + i * tn_dtype_size(cn->param_dtype), cn->param_dtype, x);
+}
+
+/* The point the element pass measures x from: the mean itself for float64 data, else the mean
+ * rounded to float, which the float pass subtracts exactly (tn_kernel_table.plane_affine). */
+static double pivot(const tn_channel_norm *cn, double mean) {
+    return cn->dtype == TN_DTYPE_F64 ? mean : (double)(float)mean;
 }
 
 /* The statistics group of plane p: its channel (batch norm) or its sample's group. */
@@ -65,40 +44,14 @@ static void read_stats(const tn_channel_norm *cn, int64_t k, double *mean, doubl
 }
 
 void tn_kernel_channel_norm_sums(const tn_channel_norm *cn, int backward, double *work, int32_t ith, int32_t nth) {
-    int64_t first, last, s = cn->s;
+    int64_t first, last, s = cn->s, es = tn_dtype_size(cn->dtype);
     tn_slice(cn->n * cn->c, ith, nth, &first, &last);
-    double xs[CHUNK], gs[CHUNK];
-    float f[CHUNK];
+    const tn_kernel_table *k = tn_kernels();
     for (int64_t p = first; p < last; p++) {
-        int64_t base = p * s;
-        double a = 0, b = 0;
-        if (!backward) { /* the plane's mean, then its sum of squared deviations */
-            for (int64_t i = 0; i < s; i += CHUNK) {
-                int64_t m = s - i < CHUNK ? s - i : CHUNK;
-                load(cn->dtype, cn->x, base + i, m, xs, f);
-                for (int64_t j = 0; j < m; j++) a += xs[j];
-            }
-            a /= (double)s;
-            for (int64_t i = 0; i < s; i += CHUNK) {
-                int64_t m = s - i < CHUNK ? s - i : CHUNK;
-                load(cn->dtype, cn->x, base + i, m, xs, f);
-                for (int64_t j = 0; j < m; j++) b += (xs[j] - a) * (xs[j] - a);
-            }
-        } else { /* sum of dy, and of dy * (x - mean) about the forward's mean */
-            double mean, rstd;
-            read_stats(cn, stat_of(cn, p), &mean, &rstd);
-            for (int64_t i = 0; i < s; i += CHUNK) {
-                int64_t m = s - i < CHUNK ? s - i : CHUNK;
-                load(cn->dtype, cn->x, base + i, m, xs, f);
-                load(cn->dtype, cn->grad, base + i, m, gs, f);
-                for (int64_t j = 0; j < m; j++) {
-                    a += gs[j];
-                    b += gs[j] * (xs[j] - mean);
-                }
-            }
-        }
-        work[3 * p] = a;
-        work[3 * p + 1] = b;
+        double mean = 0, rstd;
+        if (backward) read_stats(cn, stat_of(cn, p), &mean, &rstd); /* sums about the forward's mean */
+        const char *g = backward ? (const char *)cn->grad + p * s * es : NULL;
+        k->plane_moments(cn->dtype, s, (const char *)cn->x + p * s * es, g, mean, work + 4 * p);
     }
 }
 
@@ -122,10 +75,10 @@ static void forward_coefficients(const tn_channel_norm *cn, double *work) {
             read_stats(cn, k, &mean, &rstd);
         } else { /* Chan's rule over planes of equal size s */
             double sum = 0, m2 = 0;
-            for (int64_t q = 0; q < count; q++) sum += work[3 * (first + q * step)];
+            for (int64_t q = 0; q < count; q++) sum += work[4 * (first + q * step)];
             mean = sum / (double)count;
             for (int64_t q = 0; q < count; q++) {
-                const double *w = work + 3 * (first + q * step);
+                const double *w = work + 4 * (first + q * step);
                 m2 += w[1] + (double)cn->s * (w[0] - mean) * (w[0] - mean);
             }
             double elements = (double)count * (double)cn->s, var = m2 / elements;
@@ -144,8 +97,10 @@ static void forward_coefficients(const tn_channel_norm *cn, double *work) {
         for (int64_t q = 0; q < count; q++) {
             int64_t p = first + q * step, ci = p % cn->c;
             double a = rstd * param(cn, cn->weight, ci, 1.0);
-            work[3 * p] = a;
-            work[3 * p + 1] = param(cn, cn->bias, ci, 0.0) - mean * a;
+            double c = pivot(cn, mean); /* y = a (x - c) + b - (mean - c) a */
+            work[4 * p] = a;
+            work[4 * p + 1] = param(cn, cn->bias, ci, 0.0) - (mean - c) * a;
+            work[4 * p + 3] = c;
         }
     }
 }
@@ -154,7 +109,7 @@ static void forward_coefficients(const tn_channel_norm *cn, double *work) {
  * gradients summed per channel in work's tail (2 * c doubles) */
 static void backward_coefficients(const tn_channel_norm *cn, double *work) {
     int64_t stats = cn->groups ? cn->n * cn->groups : cn->c;
-    double *gw = work + 3 * cn->n * cn->c, *gb = gw + cn->c;
+    double *gw = work + 4 * cn->n * cn->c, *gb = gw + cn->c;
     for (int64_t ci = 0; ci < 2 * cn->c; ci++) gw[ci] = 0;
     for (int64_t k = 0; k < stats; k++) {
         int64_t count, first, step;
@@ -164,20 +119,22 @@ static void backward_coefficients(const tn_channel_norm *cn, double *work) {
         for (int64_t q = 0; q < count; q++) {
             int64_t p = first + q * step, ci = p % cn->c;
             double w = param(cn, cn->weight, ci, 1.0);
-            sum_gw += w * work[3 * p];
-            sum_gwx += w * work[3 * p + 1];
-            gw[ci] += rstd * work[3 * p + 1];
-            gb[ci] += work[3 * p];
+            sum_gw += w * work[4 * p];
+            sum_gwx += w * work[4 * p + 1];
+            gw[ci] += rstd * work[4 * p + 1];
+            gb[ci] += work[4 * p];
         }
         double elements = (double)count * (double)cn->s;
         int centred = cn->groups || cn->training;
         double b = centred ? -rstd * rstd * rstd * sum_gwx / elements : 0.0;
-        double c = centred ? -rstd * sum_gw / elements - b * mean : 0.0;
+        double pv = pivot(cn, mean); /* dx = A dy + b (x - pv) + c */
+        double c = centred ? -rstd * sum_gw / elements - b * (mean - pv) : 0.0;
         for (int64_t q = 0; q < count; q++) {
             int64_t p = first + q * step;
-            work[3 * p] = rstd * param(cn, cn->weight, p % cn->c, 1.0);
-            work[3 * p + 1] = b;
-            work[3 * p + 2] = c;
+            work[4 * p] = rstd * param(cn, cn->weight, p % cn->c, 1.0);
+            work[4 * p + 1] = b;
+            work[4 * p + 2] = c;
+            work[4 * p + 3] = pv;
         }
     }
     for (int64_t ci = 0; ci < cn->c; ci++) {
@@ -195,22 +152,11 @@ void tn_kernel_channel_norm_coefficients(const tn_channel_norm *cn, int backward
 
 void tn_kernel_channel_norm_apply(const tn_channel_norm *cn, int backward, const double *work, int32_t ith,
                                   int32_t nth) {
-    int64_t first, last, s = cn->s;
+    int64_t first, last, s = cn->s, es = tn_dtype_size(cn->dtype);
     tn_slice(cn->n * cn->c, ith, nth, &first, &last);
-    double xs[CHUNK], gs[CHUNK];
-    float f[CHUNK];
+    const tn_kernel_table *k = tn_kernels();
     for (int64_t p = first; p < last; p++) {
-        const double *k = work + 3 * p;
-        for (int64_t i = 0; i < s; i += CHUNK) {
-            int64_t m = s - i < CHUNK ? s - i : CHUNK, at = p * s + i;
-            load(cn->dtype, cn->x, at, m, xs, f);
-            if (backward) {
-                load(cn->dtype, cn->grad, at, m, gs, f);
-                for (int64_t j = 0; j < m; j++) xs[j] = k[0] * gs[j] + k[1] * xs[j] + k[2];
-            } else {
-                for (int64_t j = 0; j < m; j++) xs[j] = k[0] * xs[j] + k[1];
-            }
-            store(cn->dtype, cn->y, at, m, xs, f);
-        }
+        const char *g = backward ? (const char *)cn->grad + p * s * es : NULL;
+        k->plane_affine(cn->dtype, s, (const char *)cn->x + p * s * es, g, work + 4 * p, (char *)cn->y + p * s * es);
     }
 }

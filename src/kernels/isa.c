@@ -78,17 +78,20 @@ static void init(void) {
         tn_reduce_install_ref(&isa.tables[i]); tn_random_install_ref(&isa.tables[i]);
         tn_gemm_install_ref(&isa.tables[i]);
         tn_attention_install_ref(&isa.tables[i]);
+        tn_channel_norm_install_ref(&isa.tables[i]);
         if (i >= TN_ISA_AVX2) {
             tn_kernels_install_avx2(&isa.tables[i]);
             tn_reduce_install_avx2(&isa.tables[i]); tn_random_install_avx2(&isa.tables[i]);
             tn_gemm_install_avx2(&isa.tables[i]);
             tn_attention_install_avx2(&isa.tables[i]);
+            tn_channel_norm_install_avx2(&isa.tables[i]);
         }
         if (i >= TN_ISA_AVX512) {
             tn_kernels_install_avx512(&isa.tables[i]);
             tn_reduce_install_avx512(&isa.tables[i]); tn_random_install_avx512(&isa.tables[i]);
             tn_gemm_install_avx512(&isa.tables[i]);
             tn_attention_install_avx512(&isa.tables[i]);
+            tn_channel_norm_install_avx512(&isa.tables[i]);
             if (isa.bf16) tn_gemm_install_avx512bf16(&isa.tables[i]);
             if (isa.amx) tn_gemm_install_amx(&isa.tables[i]);
         }

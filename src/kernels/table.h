@@ -118,6 +118,12 @@ typedef struct tn_kernel_table {
      * any is (n >= 1); and acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows (max and
      * min keep a NaN of either side) */
     double (*sq_dev_f32)(int64_t n, const float *x, float mu);
+    /* channel_norm_rows.c, over one contiguous plane of s elements of dtype t (f32, f64, bf16,
+     * f16), in double: with g NULL, out = {mean, sum of (x - mean)^2} (two passes); else out =
+     * {sum of g, sum of g * (x - mean)}. And y = k0 * g + k1 * (x - k3) + k2 (k0 * (x - k3) + k1
+     * with g NULL), k3 a pivot near the mean. */
+    void (*plane_moments)(tn_dtype t, int64_t s, const void *x, const void *g, double mean, double out[2]);
+    void (*plane_affine)(tn_dtype t, int64_t s, const void *x, const void *g, const double k[4], void *y);
     double (*prod_f32)(int64_t n, const float *x);
     float (*extreme_f32)(int64_t n, const float *x, int want_max);
     /* the largest (want_max) or smallest element of a contiguous int64 row (n >= 1) */
@@ -191,6 +197,9 @@ void tn_gemm_install_avx2(tn_kernel_table *t);
 void tn_gemm_install_avx512(tn_kernel_table *t);
 void tn_gemm_install_avx512bf16(tn_kernel_table *t);
 void tn_gemm_install_amx(tn_kernel_table *t);
+void tn_channel_norm_install_ref(tn_kernel_table *t);
+void tn_channel_norm_install_avx2(tn_kernel_table *t);
+void tn_channel_norm_install_avx512(tn_kernel_table *t);
 void tn_attention_install_ref(tn_kernel_table *t);
 void tn_attention_install_avx2(tn_kernel_table *t);
 void tn_attention_install_avx512(tn_kernel_table *t);

@@ -26,7 +26,7 @@ static tn_status run_channel_norm(void *p) {
     channel_norm_task *t = p;
     const tn_channel_norm *cn = &t->cn;
     int64_t planes = cn->n * cn->c, elements = planes * cn->s;
-    t->work = malloc(sizeof(double) * (size_t)(3 * planes + 2 * cn->c));
+    t->work = malloc(sizeof(double) * (size_t)(4 * planes + 2 * cn->c));
     if (!t->work) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for normalisation statistics");
     /* batch norm's evaluation forward needs no sums: its statistics are the running ones */
     if (t->backward || cn->groups || cn->training) tn_parallel_run(sums_slice, t, elements);

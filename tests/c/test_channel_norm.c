@@ -8,12 +8,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/table.h"
 #include "tn/tn.h"
 
 enum { N = 3, C = 4, S = 37, G = 2 };
 
 static void run(const tn_channel_norm *cn, int backward) {
-    double *work = malloc(sizeof(double) * (3 * N * C + 2 * C));
+    double *work = malloc(sizeof(double) * (4 * N * C + 2 * C));
     int sums = backward || cn->groups || cn->training;
     for (int i = 0; i < 3 && sums; i++) tn_kernel_channel_norm_sums(cn, backward, work, i, 3);
     tn_kernel_channel_norm_coefficients(cn, backward, work);
@@ -135,5 +136,40 @@ void test_channel_norm_kernels(void) {
         check_case(0, 1, bf16); /* batch norm, training */
         check_case(0, 0, bf16); /* batch norm, evaluation */
         check_case(1, 1, bf16); /* group norm */
+    }
+}
+
+/* Every ISA's plane loops give the reference's results bit for bit (the same lanes in the same
+ * order), over lengths across the chunk and lane boundaries, in float32 and bfloat16. */
+void test_channel_norm_rows_every_isa(void) {
+    enum { M = 600 };
+    static float x[M], g[M], y[M], want[M];
+    static uint16_t xh[M], gh[M], yh[M], wanth[M];
+    for (int i = 0; i < M; i++) {
+        x[i] = 3.0f + (float)((i * 7919) % 101) / 50.0f, g[i] = (float)((i * 104729) % 89) / 89.0f - 0.4f;
+        xh[i] = tn_f32_to_bf16(x[i]), gh[i] = tn_f32_to_bf16(g[i]);
+    }
+    const tn_kernel_table *ref = tn_kernels_for(TN_ISA_REF);
+    const int lengths[] = {1, 7, 8, 9, 255, 256, 257, M};
+    const double k[4] = {0.75, -0.5, 0.125, 3.5};
+    for (int isa = 0; isa < TN_ISA_COUNT_; isa++) {
+        const tn_kernel_table *t = tn_kernels_for((tn_isa)isa);
+        if (!t) continue;
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+            int n = lengths[li];
+            for (int half = 0; half < 2; half++) {
+                tn_dtype dt = half ? TN_DTYPE_BF16 : TN_DTYPE_F32;
+                const void *xs = half ? (const void *)xh : (const void *)x, *gs = half ? (const void *)gh : (const void *)g;
+                for (int bw = 0; bw < 2; bw++) {
+                    double mine[2], base[2];
+                    t->plane_moments(dt, n, xs, bw ? gs : NULL, 3.5, mine);
+                    ref->plane_moments(dt, n, xs, bw ? gs : NULL, 3.5, base);
+                    CHECK(memcmp(mine, base, sizeof mine) == 0);
+                    t->plane_affine(dt, n, xs, bw ? gs : NULL, k, half ? (void *)yh : (void *)y);
+                    ref->plane_affine(dt, n, xs, bw ? gs : NULL, k, half ? (void *)wanth : (void *)want);
+                    CHECK(half ? memcmp(yh, wanth, n * sizeof *yh) == 0 : memcmp(y, want, n * sizeof *y) == 0);
+                }
+            }
+        }
     }
 }
