@@ -113,3 +113,43 @@ def test_bfloat16_training_step_is_as_close_to_float32_as_cpu(model_type):
         return ((flat(grads, names) - truth).norm() / truth.norm()).item()
 
     assert distance(got) <= 1.25 * distance(cpu) + 1e-3, (distance(got), distance(cpu))
+
+
+def _resnet():
+    """a two-stage ResNet in training mode: batch norm on its batch statistics, running ones updated"""
+    config = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=3)
+    torch.manual_seed(SEED)
+    model = transformers.ResNetForImageClassification(config).train()
+    batch = dict(pixel_values=torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1)),
+                 labels=torch.tensor([0, 2]))
+    return model, batch
+
+
+def _wav2vec2_ctc():
+    """wav2vec2 with CTC: group norm in the feature encoder, weight norm in the positional
+    convolution, the CTC loss (evaluation mode: no dropout, no time masking)"""
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, conv_dim=(16, 16),
+        conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+        vocab_size=12, feat_extract_norm="group")
+    torch.manual_seed(SEED)
+    model = transformers.Wav2Vec2ForCTC(config).eval()
+    gen = torch.Generator().manual_seed(1)
+    batch = dict(input_values=torch.randn(2, 400, generator=gen), labels=torch.randint(1, 12, (2, 5), generator=gen))
+    return model, batch
+
+
+@pytest.mark.parametrize("make", [_resnet, _wav2vec2_ctc], ids=["resnet", "wav2vec2_ctc"])
+def test_vision_and_speech_training_step_matches_cpu(make):
+    model, batch = make()
+    expect_loss, expect = loss_and_grads(model, batch)
+    expect_buffers = {name: b.clone() for name, b in model.named_buffers()}
+    model, batch = make()
+    loss, got = neuron_step(model, batch)
+    torch.testing.assert_close(loss, expect_loss, rtol=1e-5, atol=1e-6)
+    assert got.keys() == expect.keys()
+    for name, e in expect.items():
+        torch.testing.assert_close(got[name], e, rtol=0, atol=1e-4 * max(e.abs().max().item(), 1e-6),
+                                   msg=lambda m, name=name: f"{name}: {m}")
+    for name, b in model.named_buffers():  # batch norm's running statistics and step count
+        torch.testing.assert_close(b.cpu(), expect_buffers[name], rtol=1e-5, atol=1e-6)

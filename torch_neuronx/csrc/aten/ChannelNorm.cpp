@@ -61,6 +61,31 @@ tn_channel_norm base(const Tensor& x, c10::ScalarType params) {
   return cn;
 }
 
+// A forward's call: x (contiguous; `shape` its (n, c, s) view) normalised into out.
+tn_channel_norm forward_call(const Tensor& shape, const Tensor& x, Tensor& out, c10::ScalarType params,
+                             const OptTensor& weight, const OptTensor& bias, double eps) {
+  tn_channel_norm cn = base(shape, params);
+  cn.eps = eps;
+  cn.x = x.const_data_ptr();
+  cn.y = out.data_ptr();
+  cn.weight = cptr(weight);
+  cn.bias = cptr(bias);
+  return cn;
+}
+
+// A backward's call: dx, dw and db (each undefined when not wanted) from g and x (contiguous).
+tn_channel_norm backward_call(const Tensor& shape, const Tensor& x, const Tensor& g, Tensor& dx, Tensor& dw,
+                              Tensor& db, c10::ScalarType params, const OptTensor& weight) {
+  tn_channel_norm cn = base(shape, params);
+  cn.x = x.const_data_ptr();
+  cn.grad = g.const_data_ptr();
+  cn.y = dx.defined() ? dx.data_ptr() : nullptr;
+  cn.weight = cptr(weight);
+  cn.grad_weight = dw.defined() ? dw.data_ptr() : nullptr;
+  cn.grad_bias = db.defined() ? db.data_ptr() : nullptr;
+  return cn;
+}
+
 // out computed contiguous, returned in `like`'s memory format.
 Tensor in_format_of(const Tensor& out, const Tensor& like) {
   return out.contiguous(like.suggest_memory_format());
@@ -86,14 +111,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm(const Tensor& input, const OptTens
   Tensor out = at::empty(x.sizes(), x.options());
   auto stat_options = x.options().dtype(*pt);
   Tensor mean = at::empty({training ? c : 0}, stat_options), rstd = at::empty({training ? c : 0}, stat_options);
-  tn_channel_norm cn = base(x, *pt);
+  tn_channel_norm cn = forward_call(x, x, out, *pt, weight, bias, eps);
   cn.training = training;
-  cn.eps = eps;
   cn.momentum = momentum;
-  cn.x = x.const_data_ptr();
-  cn.y = out.data_ptr();
-  cn.weight = cptr(weight);
-  cn.bias = cptr(bias);
   cn.running_mean = ptr(running_mean);
   cn.running_var = ptr(running_var);
   cn.mean = training ? mean.data_ptr() : nullptr;
@@ -124,19 +144,13 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad_out, c
   Tensor dx = mask[0] ? at::empty(x.sizes(), x.options()) : Tensor();
   Tensor dw = mask[1] ? at::empty({c}, param_options) : Tensor();
   Tensor db = mask[2] ? at::empty({c}, param_options) : Tensor();
-  tn_channel_norm cn = base(x, *pt);
+  tn_channel_norm cn = backward_call(x, x, g, dx, dw, db, *pt, weight);
   cn.training = train;
   cn.eps = eps;
-  cn.x = x.const_data_ptr();
-  cn.grad = g.const_data_ptr();
-  cn.y = mask[0] ? dx.data_ptr() : nullptr;
-  cn.weight = cptr(weight);
   cn.running_mean = ptr(running_mean);
   cn.running_var = ptr(running_var);
   cn.mean = train ? ptr(save_mean) : nullptr;
   cn.rstd = train ? ptr(save_invstd) : nullptr;
-  cn.grad_weight = mask[1] ? dw.data_ptr() : nullptr;
-  cn.grad_bias = mask[2] ? db.data_ptr() : nullptr;
   check(tn_channel_norm_backward_async(current_stream(x.device().index()), "aten::native_batch_norm_backward", &cn));
   return {mask[0] ? in_format_of(dx, input) : dx, dw, db};
 }
@@ -164,13 +178,8 @@ std::tuple<Tensor, Tensor, Tensor> group_norm(const Tensor& input, const OptTens
   auto stat_options = x.options().dtype(*pt);
   Tensor mean = at::empty({n, group}, stat_options), rstd = at::empty({n, group}, stat_options);
   if (n == 0) return {in_format_of(out, input), mean, rstd};
-  tn_channel_norm cn = base(x.view({n, c, hxw}), *pt);
+  tn_channel_norm cn = forward_call(x.view({n, c, hxw}), x, out, *pt, gamma, beta, eps);
   cn.groups = group;
-  cn.eps = eps;
-  cn.x = x.const_data_ptr();
-  cn.y = out.data_ptr();
-  cn.weight = cptr(gamma);
-  cn.bias = cptr(beta);
   cn.mean = mean.data_ptr();
   cn.rstd = rstd.data_ptr();
   check(tn_channel_norm_async(current_stream(x.device().index()), "aten::native_group_norm", &cn));
@@ -202,16 +211,10 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad_out, c
     if (mask[2]) db.zero_();
     return {dx, dw, db};
   }
-  tn_channel_norm cn = base(x.view({n, c, hxw}), *pt);
+  tn_channel_norm cn = backward_call(x.view({n, c, hxw}), x, g, dx, dw, db, *pt, gamma);
   cn.groups = group;
-  cn.x = x.const_data_ptr();
-  cn.grad = g.const_data_ptr();
-  cn.y = mask[0] ? dx.data_ptr() : nullptr;
-  cn.weight = cptr(gamma);
   cn.mean = const_cast<void*>(mean.const_data_ptr());
   cn.rstd = const_cast<void*>(rstd.const_data_ptr());
-  cn.grad_weight = mask[1] ? dw.data_ptr() : nullptr;
-  cn.grad_bias = mask[2] ? db.data_ptr() : nullptr;
   check(tn_channel_norm_backward_async(current_stream(x.device().index()), "aten::native_group_norm_backward", &cn));
   return {mask[0] ? in_format_of(dx, input) : dx, dw, db};
 }
