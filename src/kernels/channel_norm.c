@@ -1,7 +1,7 @@
 /* Batch and group normalisation (see tn/channel_norm.h): per-plane sums split across threads,
- * the statistics and per-plane coefficients once, then one pass of y = a x + b (forward) or
- * dx = A dy + B x + C (backward) per plane. The planes' loops are the ISA's
- * (channel_norm_rows.c, through the kernel table). */
+ * the statistics and per-plane coefficients once, then one pass of y = a (x - p) + b (forward)
+ * or dx = A dy + B (x - p) + C (backward) per plane, p a pivot near the mean. The planes' loops
+ * are the ISA's (channel_norm_rows.c, through the kernel table). */
 #include <math.h>
 
 #include "elem.h"
