@@ -7,6 +7,54 @@ arguments to regenerate part of it, e.g. `-k native`); `--report` groups it by c
 """
 
 GAPS = {
-    ("native", "nn.functional.max_pool2d", "int64"): "integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)",
-    ("native", "nn.functional.max_pool2d", "int32"): "integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)",
+    # --- native
+    ('native', 'nn.functional.max_pool2d', 'int64'):
+        'integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)',
+    ('native', 'nn.functional.max_pool2d', 'int32'):
+        'integer max pooling runs on the CPU fallback (the C kernel takes floating dtypes)',
+    ('native', 'nn.functional.interpolate.area', 'float32'):
+        "falls back: aten::_adaptive_avg_pool2d (14/22 samples, e.g. 0: f32[2, 3, 4], (3), scale_factor=None, mode='area', align_corners=None); aten::_adaptive_avg_pool3d (8/22 samples, e.g. 14: f32[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='area', align_corners=None)",
+    ('native', 'nn.functional.interpolate.area', 'bfloat16'):
+        "falls back: aten::_adaptive_avg_pool2d (14/22 samples, e.g. 0: bf16[2, 3, 4], (3), scale_factor=None, mode='area', align_corners=None); aten::_adaptive_avg_pool3d (8/22 samples, e.g. 14: bf16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='area', align_corners=None)",
+    ('native', 'nn.functional.interpolate.area', 'float16'):
+        "falls back: aten::_adaptive_avg_pool2d (14/22 samples, e.g. 0: f16[2, 3, 4], (3), scale_factor=None, mode='area', align_corners=None); aten::_adaptive_avg_pool3d (8/22 samples, e.g. 14: f16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='area', align_corners=None)",
+    ('native', 'nn.functional.interpolate.bicubic', '*'):
+        'falls back: aten::upsample_bicubic2d.out (all 24 samples)',
+    ('native', 'nn.functional.interpolate.linear', '*'):
+        'falls back: aten::upsample_linear1d.out (all 18 samples)',
+    ('native', 'nn.functional.interpolate.nearest', 'float32'):
+        "falls back: aten::upsample_nearest1d.out (6/23 samples, e.g. 0: f32[2, 3, 4], (3), scale_factor=None, mode='nearest', align_corners=None); aten::upsample_nearest3d.out (9/23 samples, e.g. 14: f32[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest', align_corners=None)",
+    ('native', 'nn.functional.interpolate.nearest', 'bfloat16'):
+        "falls back: aten::upsample_nearest1d.out (6/23 samples, e.g. 0: bf16[2, 3, 4], (3), scale_factor=None, mode='nearest', align_corners=None); aten::upsample_nearest3d.out (9/23 samples, e.g. 14: bf16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest', align_corners=None)",
+    ('native', 'nn.functional.interpolate.nearest', 'float16'):
+        "falls back: aten::upsample_nearest1d.out (6/23 samples, e.g. 0: f16[2, 3, 4], (3), scale_factor=None, mode='nearest', align_corners=None); aten::upsample_nearest3d.out (9/23 samples, e.g. 14: f16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest', align_corners=None)",
+    ('native', 'nn.functional.interpolate.nearest-exact', 'float32'):
+        "falls back: aten::_upsample_nearest_exact1d.out (6/23 samples, e.g. 0: f32[2, 3, 4], (3), scale_factor=None, mode='nearest-exact', align_corners=None); aten::_upsample_nearest_exact3d.out (9/23 samples, e.g. 14: f32[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest-exact', align_corners=None)",
+    ('native', 'nn.functional.interpolate.nearest-exact', 'bfloat16'):
+        "falls back: aten::_upsample_nearest_exact1d.out (6/23 samples, e.g. 0: bf16[2, 3, 4], (3), scale_factor=None, mode='nearest-exact', align_corners=None); aten::_upsample_nearest_exact3d.out (9/23 samples, e.g. 14: bf16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest-exact', align_corners=None)",
+    ('native', 'nn.functional.interpolate.nearest-exact', 'float16'):
+        "falls back: aten::_upsample_nearest_exact1d.out (6/23 samples, e.g. 0: f16[2, 3, 4], (3), scale_factor=None, mode='nearest-exact', align_corners=None); aten::_upsample_nearest_exact3d.out (9/23 samples, e.g. 14: f16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='nearest-exact', align_corners=None)",
+    ('native', 'nn.functional.interpolate.trilinear', '*'):
+        'falls back: aten::upsample_trilinear3d.out (all 24 samples)',
+    ('native', 'nn.functional.upsample_nearest', 'float32'):
+        'falls back: aten::upsample_nearest1d.out (4/12 samples, e.g. 0: f32[2, 3, 4], size=(3)); aten::upsample_nearest3d.out (4/12 samples, e.g. 8: f32[2, 3, 4, 4, 4], size=(3,3,3))',
+    ('native', 'nn.functional.upsample_nearest', 'bfloat16'):
+        'falls back: aten::upsample_nearest1d.out (4/12 samples, e.g. 0: bf16[2, 3, 4], size=(3)); aten::upsample_nearest3d.out (4/12 samples, e.g. 8: bf16[2, 3, 4, 4, 4], size=(3,3,3))',
+    ('native', 'nn.functional.upsample_nearest', 'float16'):
+        'falls back: aten::upsample_nearest1d.out (4/12 samples, e.g. 0: f16[2, 3, 4], size=(3)); aten::upsample_nearest3d.out (4/12 samples, e.g. 8: f16[2, 3, 4, 4, 4], size=(3,3,3))',
+    # --- native_backward
+    ('native_backward', 'nn.functional.interpolate.area', 'float32'):
+        'falls back: aten::_adaptive_avg_pool2d_backward (all 4 samples)',
+    ('native_backward', 'nn.functional.interpolate.bicubic', 'float32'):
+        'falls back: aten::upsample_bicubic2d_backward.grad_input (all 4 samples)',
+    ('native_backward', 'nn.functional.interpolate.linear', 'float32'):
+        'falls back: aten::upsample_linear1d_backward.grad_input (all 4 samples)',
+    ('native_backward', 'nn.functional.interpolate.nearest', 'float32'):
+        'falls back: aten::upsample_nearest1d_backward.grad_input (all 4 samples)',
+    ('native_backward', 'nn.functional.interpolate.nearest-exact', 'float32'):
+        'falls back: aten::_upsample_nearest_exact1d_backward.grad_input (all 4 samples)',
+    ('native_backward', 'nn.functional.interpolate.trilinear', 'float32'):
+        'falls back: aten::upsample_trilinear3d_backward.grad_input (all 4 samples)',
+    ('native_backward', 'nn.functional.upsample_nearest', 'float32'):
+        'falls back: aten::upsample_nearest1d_backward.grad_input (all 4 samples)',
 }

@@ -88,6 +88,8 @@ OP_NAMES = [
     # speech models' training loss; CNN backbones' pooling and normalisation
     "nn.functional.ctc_loss", "nn.functional.max_pool2d", "nn.functional.batch_norm",
     "nn.functional.group_norm", "nn.functional.instance_norm",
+    # F.interpolate (its 1-D, 3-D, bicubic and area modes are listed as known fallback gaps)
+    "nn.functional.interpolate", "nn.functional.upsample_nearest", "nn.functional.upsample_bilinear",
     # casts
     "to", "float", "half", "bfloat16", "double", "int", "long", "bool",
     # what torch.optim's AdamW / SGD (foreach) and clip_grad_norm_ call

@@ -22,6 +22,7 @@
 #include "tn/index.h"
 #include "tn/norm.h"
 #include "tn/channel_norm.h"
+#include "tn/upsample.h"
 #include "tn/sequence.h"
 #include "tn/sort.h"
 #include "tn/optim.h"

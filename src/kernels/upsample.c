@@ -1,0 +1,157 @@
+/* 2-D nearest and bilinear upsampling and their input gradients (see tn/upsample.h), planes
+ * split across threads. Each slice maps the output rows and columns to their sources once
+ * (into its scratch), then walks its planes; values go through doubles. */
+#include <math.h>
+#include <string.h>
+
+#include "elem.h"
+#include "strided.h"
+#include "tn/upsample.h"
+
+/* Where output index o of an axis reads: i0 and i1, with weights l0 and l1. */
+typedef struct axis {
+    int64_t *i0, *i1;
+    double *l0, *l1;
+} axis;
+
+/* The CPU's nearest index (a float computation) */
+static int64_t nearest_index(tn_upsample_mode mode, int64_t o, int64_t in, int64_t out, double scale) {
+    float s = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
+    int64_t i;
+    if (mode == TN_UPSAMPLE_NEAREST_EXACT)
+        i = (int64_t)floorf((float)(((double)o + 0.5) * s));
+    else if (out == in)
+        i = o;
+    else if (out == 2 * in)
+        i = o >> 1;
+    else
+        i = (int64_t)floorf((float)o * s);
+    return i < in - 1 ? i : in - 1;
+}
+
+/* The CPU's bilinear source position and weight, in float (f64 0) or double (f64 1) */
+static void linear_source(int f64, int align, int64_t o, int64_t in, int64_t out, double scale, int64_t *i0,
+                          double *l1) {
+    if (out == in) {
+        *i0 = o, *l1 = 0.0;
+        return;
+    }
+    double r;
+    if (f64) {
+        double s = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                         : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
+        r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
+        r = r < 0 ? 0 : r;
+    } else {
+        float s = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                        : (scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out);
+        float rf = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
+        r = rf < 0 ? 0 : rf;
+    }
+    int64_t i = (int64_t)floorf((float)r);
+    *i0 = i < in - 1 ? i : in - 1;
+    double l = f64 ? r - (double)*i0 : (double)((float)r - (float)*i0);
+    *l1 = l < 0 ? 0 : (l > 1 ? 1 : l);
+}
+
+static void map_axis(const tn_upsample2d *u, int f64, int64_t in, int64_t out, double scale, axis *a) {
+    for (int64_t o = 0; o < out; o++) {
+        int64_t i0;
+        double l1;
+        if (u->mode == TN_UPSAMPLE_BILINEAR) {
+            linear_source(f64, u->align_corners, o, in, out, scale, &i0, &l1);
+        } else {
+            i0 = nearest_index(u->mode, o, in, out, scale);
+            l1 = 0.0;
+        }
+        a->i0[o] = i0; /* a second source only where it has weight: 0 * inf would be NaN */
+        a->i1[o] = u->mode == TN_UPSAMPLE_BILINEAR && out != in && i0 < in - 1 ? i0 + 1 : i0;
+        a->l1[o] = l1;
+        a->l0[o] = f64 ? 1.0 - l1 : (double)(1.0f - (float)l1);
+    }
+}
+
+int64_t tn_upsample2d_scratch_bytes(const tn_upsample2d *u) {
+    int64_t maps = 2 * (u->out_h + u->out_w) * (int64_t)(sizeof(int64_t) + sizeof(double));
+    return maps + (u->in_h * u->in_w + u->out_w) * (int64_t)sizeof(double);
+}
+
+static double get(const void *p, int64_t i, tn_dtype t) {
+    return tn_load((const char *)p + i * tn_dtype_size(t), t).re;
+}
+
+static void set(void *p, int64_t i, tn_dtype t, double v) {
+    tn_value x = {v, 0, 0, 0};
+    tn_store((char *)p + i * tn_dtype_size(t), t, x);
+}
+
+/* nearest forward: element copies, any dtype */
+static void nearest_plane(const tn_upsample2d *u, const axis *h, const axis *w, int32_t es, char *dst,
+                          const char *src) {
+    for (int64_t oh = 0; oh < u->out_h; oh++) {
+        const char *row = src + h->i0[oh] * u->in_w * es;
+        char *o = dst + oh * u->out_w * es;
+        for (int64_t ow = 0; ow < u->out_w; ow++) memcpy(o + ow * es, row + w->i0[ow] * es, (size_t)es);
+    }
+}
+
+static void linear_plane(const tn_upsample2d *u, const axis *h, const axis *w, tn_dtype t, void *dst,
+                         const void *src, double *plane, double *row) {
+    int64_t n = u->in_h * u->in_w;
+    for (int64_t i = 0; i < n; i++) plane[i] = get(src, i, t);
+    for (int64_t oh = 0; oh < u->out_h; oh++) {
+        const double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
+        for (int64_t ow = 0; ow < u->out_w; ow++) {
+            int64_t a = w->i0[ow], b = w->i1[ow];
+            double top = w->l0[ow] * r0[a] + w->l1[ow] * r0[b], bottom = w->l0[ow] * r1[a] + w->l1[ow] * r1[b];
+            row[ow] = h->l0[oh] * top + h->l1[oh] * bottom;
+        }
+        for (int64_t ow = 0; ow < u->out_w; ow++) set(dst, oh * u->out_w + ow, t, row[ow]);
+    }
+}
+
+/* the input gradient of one plane, accumulated in double */
+static void backward_plane(const tn_upsample2d *u, const axis *h, const axis *w, tn_dtype t, void *gin,
+                           const void *gout, double *plane) {
+    int64_t n = u->in_h * u->in_w;
+    for (int64_t i = 0; i < n; i++) plane[i] = 0.0;
+    for (int64_t oh = 0; oh < u->out_h; oh++) {
+        double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
+        for (int64_t ow = 0; ow < u->out_w; ow++) {
+            double g = get(gout, oh * u->out_w + ow, t), top = g * h->l0[oh], bottom = g * h->l1[oh];
+            r0[w->i0[ow]] += top * w->l0[ow];
+            r0[w->i1[ow]] += top * w->l1[ow];
+            r1[w->i0[ow]] += bottom * w->l0[ow];
+            r1[w->i1[ow]] += bottom * w->l1[ow];
+        }
+    }
+    for (int64_t i = 0; i < n; i++) set(gin, i, t, plane[i]);
+}
+
+void tn_kernel_upsample2d(const tn_upsample2d *u, tn_dtype dtype, int backward, void *dst, const void *src,
+                          void *scratch, int32_t ith, int32_t nth) {
+    int64_t first, last;
+    tn_slice(u->planes, ith, nth, &first, &last);
+    if (first >= last) return;
+    int f64 = dtype == TN_DTYPE_F64;
+    int64_t *ints = scratch;
+    double *reals = (double *)(ints + 2 * (u->out_h + u->out_w));
+    axis h = {ints, ints + u->out_h, reals, reals + u->out_h};
+    axis w = {ints + 2 * u->out_h, ints + 2 * u->out_h + u->out_w, reals + 2 * u->out_h,
+              reals + 2 * u->out_h + u->out_w};
+    double *plane = reals + 2 * (u->out_h + u->out_w), *row = plane + u->in_h * u->in_w;
+    map_axis(u, f64, u->in_h, u->out_h, u->scale_h, &h);
+    map_axis(u, f64, u->in_w, u->out_w, u->scale_w, &w);
+    int32_t es = tn_dtype_size(dtype);
+    int64_t in_plane = u->in_h * u->in_w, out_plane = u->out_h * u->out_w;
+    for (int64_t p = first; p < last; p++) {
+        if (backward)
+            backward_plane(u, &h, &w, dtype, (char *)dst + p * in_plane * es, (const char *)src + p * out_plane * es,
+                           plane);
+        else if (u->mode == TN_UPSAMPLE_BILINEAR)
+            linear_plane(u, &h, &w, dtype, (char *)dst + p * out_plane * es, (const char *)src + p * in_plane * es,
+                         plane, row);
+        else
+            nearest_plane(u, &h, &w, es, (char *)dst + p * out_plane * es, (const char *)src + p * in_plane * es);
+    }
+}
