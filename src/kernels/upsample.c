@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "elem.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/upsample.h"
 
 /* Where output index o of an axis reads: i0 and i1, with weights l0 and l1. */
@@ -76,29 +76,61 @@ int64_t tn_upsample2d_scratch_bytes(const tn_upsample2d *u) {
     return maps + (u->in_h * u->in_w + u->out_w) * (int64_t)sizeof(double);
 }
 
-static double get(const void *p, int64_t i, tn_dtype t) {
-    return tn_load((const char *)p + i * tn_dtype_size(t), t).re;
-}
-
-static void set(void *p, int64_t i, tn_dtype t, double v) {
-    tn_value x = {v, 0, 0, 0};
-    tn_store((char *)p + i * tn_dtype_size(t), t, x);
-}
-
-/* nearest forward: element copies, any dtype */
-static void nearest_plane(const tn_upsample2d *u, const axis *h, const axis *w, int32_t es, char *dst,
-                          const char *src) {
-    for (int64_t oh = 0; oh < u->out_h; oh++) {
-        const char *row = src + h->i0[oh] * u->in_w * es;
-        char *o = dst + oh * u->out_w * es;
-        for (int64_t ow = 0; ow < u->out_w; ow++) memcpy(o + ow * es, row + w->i0[ow] * es, (size_t)es);
+/* n elements of p from element `at` as doubles (16-bit ones widened through floats) */
+static void load(tn_dtype t, const void *p, int64_t at, int64_t n, double *restrict d) {
+    if (t == TN_DTYPE_F64) {
+        memcpy(d, (const double *)p + at, (size_t)n * sizeof(double));
+    } else if (t == TN_DTYPE_F32) {
+        const float *f = (const float *)p + at;
+        for (int64_t i = 0; i < n; i++) d[i] = f[i];
+    } else {
+        float f[256];
+        for (int64_t i = 0; i < n; i += 256) {
+            int64_t m = n - i < 256 ? n - i : 256;
+            tn_kernels()->widen_half(t, m, f, 1, (const uint16_t *)p + at + i, 1);
+            for (int64_t j = 0; j < m; j++) d[i + j] = f[j];
+        }
     }
 }
 
+/* n doubles into p from element `at`, each rounded once to t */
+static void store(tn_dtype t, void *p, int64_t at, int64_t n, const double *restrict d) {
+    if (t == TN_DTYPE_F64) {
+        memcpy((double *)p + at, d, (size_t)n * sizeof(double));
+    } else if (t == TN_DTYPE_F32) {
+        float *f = (float *)p + at;
+        for (int64_t i = 0; i < n; i++) f[i] = (float)d[i];
+    } else {
+        float f[256];
+        for (int64_t i = 0; i < n; i += 256) {
+            int64_t m = n - i < 256 ? n - i : 256;
+            for (int64_t j = 0; j < m; j++) f[j] = (float)d[i + j];
+            tn_kernels()->narrow_half(t, m, (uint16_t *)p + at + i, 1, f, 1);
+        }
+    }
+}
+
+/* nearest forward: element copies, any dtype */
+#define TN_NEAREST_ROWS(T)                                                                   \
+    for (int64_t oh = 0; oh < u->out_h; oh++) {                                              \
+        const T *row = (const T *)src + h->i0[oh] * u->in_w;                                 \
+        T *o = (T *)dst + oh * u->out_w;                                                     \
+        for (int64_t ow = 0; ow < u->out_w; ow++) o[ow] = row[w->i0[ow]];                    \
+    }
+static void nearest_plane(const tn_upsample2d *u, const axis *h, const axis *w, int32_t es, void *dst,
+                          const void *src) {
+    switch (es) {
+    case 1: TN_NEAREST_ROWS(uint8_t) break;
+    case 2: TN_NEAREST_ROWS(uint16_t) break;
+    case 4: TN_NEAREST_ROWS(uint32_t) break;
+    default: TN_NEAREST_ROWS(uint64_t) break;
+    }
+}
+#undef TN_NEAREST_ROWS
+
 static void linear_plane(const tn_upsample2d *u, const axis *h, const axis *w, tn_dtype t, void *dst,
                          const void *src, double *plane, double *row) {
-    int64_t n = u->in_h * u->in_w;
-    for (int64_t i = 0; i < n; i++) plane[i] = get(src, i, t);
+    load(t, src, 0, u->in_h * u->in_w, plane);
     for (int64_t oh = 0; oh < u->out_h; oh++) {
         const double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
         for (int64_t ow = 0; ow < u->out_w; ow++) {
@@ -106,26 +138,31 @@ static void linear_plane(const tn_upsample2d *u, const axis *h, const axis *w, t
             double top = w->l0[ow] * r0[a] + w->l1[ow] * r0[b], bottom = w->l0[ow] * r1[a] + w->l1[ow] * r1[b];
             row[ow] = h->l0[oh] * top + h->l1[oh] * bottom;
         }
-        for (int64_t ow = 0; ow < u->out_w; ow++) set(dst, oh * u->out_w + ow, t, row[ow]);
+        store(t, dst, oh * u->out_w, u->out_w, row);
     }
 }
 
 /* the input gradient of one plane, accumulated in double */
 static void backward_plane(const tn_upsample2d *u, const axis *h, const axis *w, tn_dtype t, void *gin,
-                           const void *gout, double *plane) {
+                           const void *gout, double *plane, double *row) {
     int64_t n = u->in_h * u->in_w;
     for (int64_t i = 0; i < n; i++) plane[i] = 0.0;
     for (int64_t oh = 0; oh < u->out_h; oh++) {
         double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
+        load(t, gout, oh * u->out_w, u->out_w, row);
+        if (u->mode != TN_UPSAMPLE_BILINEAR) { /* one source, weight 1 */
+            for (int64_t ow = 0; ow < u->out_w; ow++) r0[w->i0[ow]] += row[ow];
+            continue;
+        }
         for (int64_t ow = 0; ow < u->out_w; ow++) {
-            double g = get(gout, oh * u->out_w + ow, t), top = g * h->l0[oh], bottom = g * h->l1[oh];
+            double g = row[ow], top = g * h->l0[oh], bottom = g * h->l1[oh];
             r0[w->i0[ow]] += top * w->l0[ow];
             r0[w->i1[ow]] += top * w->l1[ow];
             r1[w->i0[ow]] += bottom * w->l0[ow];
             r1[w->i1[ow]] += bottom * w->l1[ow];
         }
     }
-    for (int64_t i = 0; i < n; i++) set(gin, i, t, plane[i]);
+    store(t, gin, 0, n, plane);
 }
 
 void tn_kernel_upsample2d(const tn_upsample2d *u, tn_dtype dtype, int backward, void *dst, const void *src,
@@ -147,7 +184,7 @@ void tn_kernel_upsample2d(const tn_upsample2d *u, tn_dtype dtype, int backward, 
     for (int64_t p = first; p < last; p++) {
         if (backward)
             backward_plane(u, &h, &w, dtype, (char *)dst + p * in_plane * es, (const char *)src + p * out_plane * es,
-                           plane);
+                           plane, row);
         else if (u->mode == TN_UPSAMPLE_BILINEAR)
             linear_plane(u, &h, &w, dtype, (char *)dst + p * out_plane * es, (const char *)src + p * in_plane * es,
                          plane, row);
