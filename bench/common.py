@@ -44,3 +44,22 @@ def copy_bandwidth(repeat=10, mib=256):
     src = torch.ones(mib * 2**20, dtype=torch.uint8)
     dst = torch.empty_like(src)
     return 2 * src.numel() / best(lambda: dst.copy_(src), repeat)
+
+
+def per_call_pair(run_neuron, run_cpu, calls, repeat):
+    """Seconds per call of run_neuron and run_cpu: each timed as a block of `calls` calls (the
+    neuron block ends with one synchronize, so it is timed as a device), the two blocks
+    alternating (best_pair)."""
+    import torch
+
+    def block_neuron():
+        for _ in range(calls):
+            run_neuron()
+        torch.neuron.synchronize()
+
+    def block_cpu():
+        for _ in range(calls):
+            run_cpu()
+
+    t_n, t_c = best_pair(block_neuron, block_cpu, repeat)
+    return t_n / calls, t_c / calls

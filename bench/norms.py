@@ -4,7 +4,7 @@ backward, neuron vs the CPU with the same threads, side by side.
     python bench/norms.py [--repeat 7]
 
 neuron is timed as a device (a block of calls, then one synchronize); the two sides alternate
-(common.best_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
+(common.per_call_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
 """
 import argparse
 import copy
@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import best_pair
+from common import per_call_pair
 
 CASES = [  # name, module, input shape: a ResNet stage, a UNet block, a wav2vec2 feature layer
     ("batch_norm", lambda: nn.BatchNorm2d(64), (8, 64, 56, 56)),
@@ -43,16 +43,7 @@ def main():
             else:
                 run_c, run_n = (lambda: mod_c(xc).backward(g)), (lambda: mod_n(xn).backward(gn))
 
-            def block_n(run=run_n):
-                for _ in range(args.calls):
-                    run()
-                torch.neuron.synchronize()
-
-            def block_c(run=run_c):
-                for _ in range(args.calls):
-                    run()
-
-            t_n, t_c = (t / args.calls for t in best_pair(block_n, block_c, args.repeat))
+            t_n, t_c = per_call_pair(run_n, run_c, args.calls, args.repeat)
             print(f"{name:>11} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  {t_c / t_n:5.2f}x")
 
 

@@ -4,7 +4,7 @@ backward, neuron vs the CPU with the same threads, side by side.
     python bench/upsample.py [--repeat 5]
 
 neuron is timed as a device (a block of calls, then one synchronize); the two sides alternate
-(common.best_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
+(common.per_call_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
 """
 import argparse
 import os
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import best_pair
+from common import per_call_pair
 
 SHAPES = [(2, 256, 32, 32), (1, 64, 128, 128)]  # a UNet up block's input; a segmentation head's
 
@@ -39,16 +39,7 @@ def main():
                 else:
                     run_c, run_n = (lambda: up(xc).backward(g)), (lambda: up(xn).backward(gn))
 
-                def block_n(run=run_n):
-                    for _ in range(args.calls):
-                        run()
-                    torch.neuron.synchronize()
-
-                def block_c(run=run_c):
-                    for _ in range(args.calls):
-                        run()
-
-                t_n, t_c = (t / args.calls for t in best_pair(block_n, block_c, args.repeat))
+                t_n, t_c = per_call_pair(run_n, run_c, args.calls, args.repeat)
                 print(f"{mode:>8} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  "
                       f"{t_c / t_n:5.2f}x")
 
