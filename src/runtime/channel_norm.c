@@ -1,7 +1,5 @@
 /* Launching batch and group normalisation on a stream: the per-plane sums and the element pass
  * split across threads by planes, the statistics in between on the stream's thread. */
-#include <stdlib.h>
-
 #include "internal.h"
 #include "tn/channel_norm.h"
 #include "tn/parallel.h"
@@ -26,13 +24,13 @@ static tn_status run_channel_norm(void *p) {
     channel_norm_task *t = p;
     const tn_channel_norm *cn = &t->cn;
     int64_t planes = cn->n * cn->c, elements = planes * cn->s;
-    t->work = malloc(sizeof(double) * (size_t)(4 * planes + 2 * cn->c));
+    /* the stream thread's scratch: the slices use none of their own, so they can share it */
+    t->work = tn_thread_scratch(sizeof(double) * (size_t)(4 * planes + 2 * cn->c));
     if (!t->work) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for normalisation statistics");
     /* batch norm's evaluation forward needs no sums: its statistics are the running ones */
     if (t->backward || cn->groups || cn->training) tn_parallel_run(sums_slice, t, elements);
     tn_kernel_channel_norm_coefficients(cn, t->backward, t->work);
     if (cn->y) tn_parallel_run(apply_slice, t, elements); /* a backward may want only the weight's */
-    free(t->work);
     return TN_STATUS_OK;
 }
 
