@@ -114,9 +114,10 @@ typedef struct tn_kernel_table {
     /* sum of a contiguous float32 row (float partial sums, then double) */
     double (*sum_f32)(int64_t n, const float *x);
     /* reduce_rows.c, over contiguous float32 rows: the sum of (x[i] - mu)^2 (mu 0: of the
-     * squares); the product, in double; the largest (want_max) or smallest element, NaN if
-     * any is (n >= 1); and acc[i] = op(acc[i], x[r*ldx + i]) for each of `rows` rows (max and
-     * min keep a NaN of either side) */
+     * squares); the product, returned in double (float32 lanes, exact double ones for rows
+     * under 1024 and blocks that leave float's range); the largest (want_max) or smallest
+     * element, NaN if any is (n >= 1); and acc[i] = op(acc[i], x[r*ldx + i]) for each of
+     * `rows` rows (max and min keep a NaN of either side) */
     double (*sq_dev_f32)(int64_t n, const float *x, float mu);
     /* channel_norm_rows.c, over one contiguous plane of s elements of dtype t (f32, f64, bf16,
      * f16), in double: with g NULL, out = {mean, sum of (x - mean)^2} (two passes); else out =

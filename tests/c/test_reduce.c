@@ -161,18 +161,34 @@ void test_reduce_rows_every_isa(void) {
                 x[at] = keep;
             }
         }
-        /* a long product that leaves double's range and comes back: 3000 x 0.01 then 3000 x
-         * 100 (the lanes' exponents are kept apart), and one near 1 */
+        /* rows of whole blocks multiply in float32 lanes: within (n - 1) 2^-24 of the product
+         * (rounding as the CPU's lanes do). 3000 x 0.01 then 3000 x 100 leaves float's range
+         * and comes back (the lanes' exponents are kept apart), and one near 1 */
         static float longrow[6000];
         for (int i = 0; i < 6000; i++) longrow[i] = i < 3000 ? 0.01f : 100.0f;
-        double back = pow((double)0.01f * (double)100.0f, 3000);
-        CHECK(fabs(k->prod_f32(6000, longrow) - back) <= 1e-12 * back);
+        double back = pow((double)0.01f * (double)100.0f, 3000), bound = 6000 * 0x1p-24;
+        CHECK(fabs(k->prod_f32(6000, longrow) - back) <= bound * back);
         double near = 1;
         for (int i = 0; i < 6000; i++) {
             longrow[i] = 1.0f + (float)((i * 7919) % 201 - 100) * 1e-6f;
             near *= longrow[i];
         }
-        CHECK(fabs(k->prod_f32(6000, longrow) - near) <= 1e-12);
+        CHECK(fabs(k->prod_f32(6000, longrow) - near) <= bound * near);
+        /* a block whose lanes would leave float's range goes to the exact double lanes: 16 x
+         * 300 to a lane overflows, 16 x (1/300) underflows, and a lane that falls below float's
+         * normal range part way and comes back (6 x 1e-7 then 6 x 1e7) is flushed to zero there,
+         * never kept with the few bits a subnormal holds. Those blocks are exact, and the
+         * others multiply ones. */
+        static float wide[4096];
+        for (int i = 0; i < 4096; i++)
+            wide[i] = i < 1024 ? 300.0f : i < 2048 ? 1.0f / 300.0f : i < 2048 + 384 ? 1e-7f
+                                                                     : i < 2048 + 768 ? 1e7f : 1.0f;
+        double wide_exact = 1; /* in pairs, which stay within double's range */
+        for (int i = 0; i < 1024; i++) wide_exact *= (double)wide[i] * wide[i + 1024];
+        for (int i = 2048; i < 2048 + 384; i++) wide_exact *= (double)wide[i] * wide[i + 384];
+        for (int i = 2048 + 768; i < 4096; i++) wide_exact *= wide[i];
+        CHECK(isfinite(wide_exact) && wide_exact > 0.5);
+        CHECK(fabs(k->prod_f32(4096, wide) - wide_exact) <= 1e-12 * wide_exact);
         /* the same lanes in the same order on every ISA: bit for bit the reference's, across
          * the 32-lane steps and the blocks of 1024 */
         const tn_kernel_table *ref = tn_kernels_for(TN_ISA_REF);
@@ -181,7 +197,7 @@ void test_reduce_rows_every_isa(void) {
             double mine = k->prod_f32(plens[pi], longrow), want = ref->prod_f32(plens[pi], longrow);
             CHECK(memcmp(&mine, &want, sizeof mine) == 0);
         }
-        /* and lanes that are not normal when a block ends, which keep their value: one goes
+        /* and exact lanes that are not normal when a block ends, which keep their value: one goes
          * subnormal in the first block (16 x 1e-20) and comes back in the second, one is 0,
          * one infinite, with negative factors elsewhere */
         static float oddrow[3001];
