@@ -139,7 +139,24 @@ def _wav2vec2_ctc():
     return model, batch
 
 
-@pytest.mark.parametrize("make", [_resnet, _wav2vec2_ctc], ids=["resnet", "wav2vec2_ctc"])
+def _dpt_segmentation():
+    """DPT for segmentation: a ViT, a neck whose reassembly upsamples with transposed
+    convolutions (kernel 4 stride 4, kernel 2 stride 2), bilinear fusion, cross-entropy on
+    logits upsampled to the image"""
+    config = transformers.DPTConfig(
+        image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=37, backbone_out_indices=[0, 1], neck_hidden_sizes=[8, 16], reassemble_factors=[4, 2],
+        fusion_hidden_size=16, num_labels=3, head_in_index=-1)
+    torch.manual_seed(SEED)
+    model = transformers.DPTForSemanticSegmentation(config).eval()
+    gen = torch.Generator().manual_seed(1)
+    batch = dict(pixel_values=torch.randn(2, 3, 32, 32, generator=gen),
+                 labels=torch.randint(0, 3, (2, 32, 32), generator=gen))
+    return model, batch
+
+
+@pytest.mark.parametrize("make", [_resnet, _wav2vec2_ctc, _dpt_segmentation],
+                         ids=["resnet", "wav2vec2_ctc", "dpt_segmentation"])
 def test_vision_and_speech_training_step_matches_cpu(make):
     model, batch = make()
     expect_loss, expect = loss_and_grads(model, batch)

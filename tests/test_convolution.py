@@ -1,6 +1,7 @@
-"""conv1d / conv2d on neuron against the CPU, forward and backward, with no fallback: the
-shapes language models (depthwise causal conv1d of state-space and short-convolution layers)
-and vision/diffusion models use."""
+"""Convolutions on neuron against the CPU, forward and backward, with no fallback: the shapes
+language models (depthwise causal conv1d of state-space and short-convolution layers), vision
+and diffusion models (conv2d; transposed ones in DPT's and SAM's necks) and video or
+vision-language patch embeddings (conv3d, Qwen2-VL's) use."""
 import pytest
 import torch
 import torch_neuronx
@@ -15,7 +16,22 @@ CASES = {
     "conv2d": (F.conv2d, (2, 3, 9, 8), (5, 3, 3, 3), dict(padding=1)),
     "conv2d_strided_grouped": (F.conv2d, (1, 4, 10, 9), (6, 2, 3, 2), dict(stride=(2, 1), groups=2, dilation=(1, 2))),
     "conv2d_1x1": (F.conv2d, (2, 8, 5, 5), (4, 8, 1, 1), dict()),
+    "conv3d": (F.conv3d, (2, 3, 5, 6, 4), (4, 3, 2, 3, 2), dict(stride=(1, 2, 1), padding=1)),
+    "conv3d_patches": (F.conv3d, (1, 3, 4, 8, 8), (8, 3, 2, 4, 4), dict(stride=(2, 4, 4))),
+    # transposed: zero-stuffed (stride, padding, output_padding, dilation, groups, a padding
+    # larger than the kernel's reach, which crops) or, kernel == stride, one GEMM
+    "conv_transpose1d": (F.conv_transpose1d, (2, 4, 7), (4, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    "conv_transpose1d_grouped_dilated": (F.conv_transpose1d, (2, 4, 7), (4, 2, 4),
+                                         dict(stride=3, padding=2, groups=2, dilation=2)),
+    "conv_transpose2d": (F.conv_transpose2d, (2, 3, 5, 6), (3, 4, 4, 4), dict(stride=2, padding=1)),
+    "conv_transpose2d_cropped": (F.conv_transpose2d, (1, 2, 6, 6), (2, 3, 3, 3), dict(padding=3)),
+    "conv_transpose2d_kernel_is_stride": (F.conv_transpose2d, (2, 6, 5, 4), (6, 4, 2, 2), dict(stride=2, groups=2)),
+    "conv_transpose2d_unbatched": (F.conv_transpose2d, (3, 5, 6), (3, 4, 3, 3), dict(stride=2)),
+    "conv_transpose3d": (F.conv_transpose3d, (1, 2, 3, 4, 3), (2, 3, 2, 3, 2),
+                         dict(stride=(1, 2, 2), padding=(0, 1, 0), output_padding=(0, 1, 1))),
+    "conv_transpose3d_kernel_is_stride": (F.conv_transpose3d, (1, 4, 2, 3, 3), (4, 3, 2, 2, 2), dict(stride=2)),
 }
+TRANSPOSED = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -25,7 +41,8 @@ def test_convolution_matches_cpu(name, with_bias):
     g = torch.Generator().manual_seed(0)
     x = torch.randn(xs, generator=g, requires_grad=True)
     w = torch.randn(ws, generator=g, requires_grad=True)
-    b = torch.randn(ws[0], generator=g, requires_grad=True) if with_bias else None
+    out_channels = ws[1] * kw.get("groups", 1) if fn in TRANSPOSED else ws[0]
+    b = torch.randn(out_channels, generator=g, requires_grad=True) if with_bias else None
     dx, dw = x.detach().to("neuron").requires_grad_(), w.detach().to("neuron").requires_grad_()
     db = b.detach().to("neuron").requires_grad_() if with_bias else None
     ref = fn(x, w, b, **kw)
@@ -46,14 +63,18 @@ def test_bfloat16_and_errors():
     got = F.conv1d(x.bfloat16().to("neuron"), w.bfloat16().to("neuron"), groups=4, padding=2)
     torch.testing.assert_close(got.float().cpu(), F.conv1d(x.bfloat16(), w.bfloat16(), groups=4, padding=2).float(),
                                rtol=2e-2, atol=2e-2)
-    for fn in (lambda d: F.conv1d(torch.ones(1, 3, 5, device=d), torch.ones(2, 2, 3, device=d)),   # channels
-               lambda d: F.conv1d(torch.ones(1, 2, 2, device=d), torch.ones(2, 2, 3, device=d))):  # too short
+    ones = torch.ones
+    for fn in (lambda d: F.conv1d(ones(1, 3, 5, device=d), ones(2, 2, 3, device=d)),    # channels
+               lambda d: F.conv1d(ones(1, 2, 2, device=d), ones(2, 2, 3, device=d)),    # too short
+               lambda d: F.conv_transpose1d(ones(1, 3, 5, device=d), ones(2, 2, 3, device=d)),  # channels
+               lambda d: F.conv_transpose2d(ones(1, 2, 4, 4, device=d), ones(2, 2, 3, 3, device=d),
+                                            stride=2, output_padding=2),                  # output padding
+               lambda d: F.conv_transpose1d(ones(1, 2, 2, device=d), ones(2, 2, 2, device=d), padding=3),  # empty
+               lambda d: F.conv_transpose1d(ones(1, 2, 5, device=d), ones(2, 2, 3, device=d), ones(3, device=d))):
         with pytest.raises(Exception) as cpu_error:
             fn("cpu")
         with pytest.raises(cpu_error.type):
             fn("neuron")
-    with pytest.raises(NotImplementedError, match="transposed"):
-        F.conv_transpose1d(torch.ones(1, 2, 5, device="neuron"), torch.ones(2, 2, 3, device="neuron"))
 
 
 def test_inference_mode():

@@ -88,6 +88,9 @@ OP_NAMES = [
     # speech models' training loss; CNN backbones' pooling and normalisation
     "nn.functional.ctc_loss", "nn.functional.max_pool2d", "nn.functional.batch_norm",
     "nn.functional.group_norm", "nn.functional.instance_norm",
+    # convolutions, transposed ones included (DPT's and SAM's necks, Qwen2-VL's 3-D patches)
+    "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
+    "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d",
     # F.interpolate (its 1-D, 3-D, bicubic and area modes are listed as known fallback gaps)
     "nn.functional.interpolate", "nn.functional.upsample_nearest", "nn.functional.upsample_bilinear",
     # casts
@@ -118,7 +121,8 @@ ACCUMULATING = {
     "nn.functional.scaled_dot_product_attention", "nn.functional.nll_loss",
     "nn.functional.cross_entropy", "_foreach_norm", "linalg.svdvals", "linalg.matrix_norm",
     "scatter_reduce", "nn.functional.ctc_loss", "nn.functional.batch_norm", "nn.functional.group_norm",
-    "nn.functional.instance_norm",
+    "nn.functional.instance_norm", "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
+    "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d",
 }
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.bfloat16: (1.6e-2, 1e-2),
        torch.float16: (1e-3, 1e-3), torch.float64: (1e-7, 1e-7)}
