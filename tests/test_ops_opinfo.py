@@ -91,6 +91,7 @@ OP_NAMES = [
     # convolutions, transposed ones included (DPT's and SAM's necks, Qwen2-VL's 3-D patches)
     "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
     "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d",
+    "nn.functional.unfold",  # im2col; its backward is col2im (F.fold)
     # F.interpolate (its 1-D, 3-D, bicubic and area modes are listed as known fallback gaps)
     "nn.functional.interpolate", "nn.functional.upsample_nearest", "nn.functional.upsample_bilinear",
     # casts

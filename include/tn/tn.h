@@ -23,6 +23,7 @@
 #include "tn/norm.h"
 #include "tn/channel_norm.h"
 #include "tn/upsample.h"
+#include "tn/fold.h"
 #include "tn/sequence.h"
 #include "tn/sort.h"
 #include "tn/optim.h"

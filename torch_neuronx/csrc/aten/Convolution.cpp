@@ -3,16 +3,23 @@
 // autograd level, so the backward is that of the ops it is made of (unfold's backward and the
 // GEMM's) and needs no kernel of its own.
 //
-// Transposed convolutions are the same convolution on a zero-stuffed input: stride - 1 zeros
-// between input elements, dilation * (k - 1) - padding on each side (output_padding more at
-// the end; a negative pad crops), the weight's channel axes swapped per group and its taps
-// flipped, stride 1. When every kernel size equals its stride with no padding or dilation
-// (the 2x2 stride-2 upsampling of DPT's and SAM's necks, a tubelet's inverse), outputs do not
-// overlap and it is one GEMM per group whose result is rearranged: no zeros multiplied.
+// Transposed convolutions, in one of three forms:
+//   - every kernel size equals its stride, with no padding or dilation (the 2x2 stride-2
+//     upsampling of DPT's and SAM's necks, a tubelet's inverse): outputs do not overlap, and
+//     it is one GEMM per group whose result is rearranged;
+//   - other floating 1-D and 2-D ones: a GEMM gives every input position's contribution to
+//     each tap, and col2im (native, aten/Fold.cpp) adds them into the output;
+//   - 3-D and integer ones: the forward convolution of a zero-stuffed input (stride - 1 zeros
+//     between input elements, dilation * (k - 1) - padding on each side, output_padding more
+//     at the end, a negative pad cropping), the weight's channel axes swapped per group and
+//     its taps flipped, stride 1. It multiplies the zeros (stride^dims times the work).
+#include <ATen/ops/add.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/col2im.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/flip.h>
+#include <ATen/ops/matmul.h>
 #include <torch/library.h>
 
 #include "aten/OpTracking.h"
@@ -103,6 +110,52 @@ Tensor stuff_zeros(const Tensor& x, int64_t dim, int64_t stride) {
   return y.reshape(shape).narrow(dim, 0, (len - 1) * stride + 1);
 }
 
+// A batched 1-D or 2-D transposed convolution as a product and an overlap-add: each input
+// position's row times the weight gives its contribution to every tap (no zeros multiplied),
+// and col2im adds the taps into the output (a 1-D one as a plane of height 1). 16-bit inputs
+// are multiplied and added in float32 and rounded once, bias included, as the CPU's kernel
+// rounds them. An output padding of a stride or more (allowed below the dilation) gives an
+// output col2im's geometry cannot describe: then col2im fills the whole uncropped output and
+// the padding is cropped, and the output padding added, afterwards.
+Tensor overlap_add_conv(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                        at::IntArrayRef output_padding, int64_t groups) {
+  int64_t spatial = weight.dim() - 2, n = x.size(0), c = x.size(1), og = weight.size(1), o = og * groups;
+  int64_t cg = c / groups;
+  bool half = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
+  Tensor x2 = spatial == 1 ? x.unsqueeze(2) : x;            // (N, C, H, W)
+  Tensor w2 = spatial == 1 ? weight.unsqueeze(2) : weight;  // (C, O/G, kh, kw)
+  if (half) x2 = x2.to(at::kFloat), w2 = w2.to(at::kFloat);
+  auto pick = [&](at::IntArrayRef v, int64_t d, int64_t unit) {  // d of the plane: 0 rows, 1 columns
+    return spatial == 1 ? (d == 0 ? unit : at_or_last(v, 0)) : at_or_last(v, d);
+  };
+  std::vector<int64_t> k = {w2.size(2), w2.size(3)}, st = {pick(stride, 0, 1), pick(stride, 1, 1)},
+                       pad = {pick(padding, 0, 0), pick(padding, 1, 0)},
+                       dil = {pick(dilation, 0, 1), pick(dilation, 1, 1)}, op, size, full;
+  bool direct = true;
+  for (int64_t d = 0; d < 2; d++) {
+    op.push_back(output_padding.empty() ? 0 : pick(output_padding, d, 0));
+    size.push_back((x2.size(2 + d) - 1) * st[d] - 2 * pad[d] + dil[d] * (k[d] - 1) + 1 + op[d]);
+    full.push_back((x2.size(2 + d) - 1) * st[d] + dil[d] * (k[d] - 1) + 1);
+    direct = direct && op[d] < st[d];
+  }
+  int64_t positions = x2.size(2) * x2.size(3), taps = k[0] * k[1];
+  Tensor rows = x2.reshape({n, groups, cg, positions}).transpose(2, 3);                   // (N, G, L, C/G)
+  Tensor prod = at::matmul(rows, w2.reshape({groups, cg, og * taps}));                   // (N, G, L, O/G * taps)
+  Tensor cols = prod.transpose(2, 3).reshape({n, o * taps, positions});  // a strided view when G == 1
+  Tensor out;
+  if (direct) {
+    out = at::col2im(cols, size, k, dil, pad, st);  // (N, O, H_out, W_out)
+  } else {
+    std::vector<int64_t> none = {0, 0};
+    out = at::constant_pad_nd(at::col2im(cols, full, k, dil, none, st),
+                              {-pad[1], size[1] + pad[1] - full[1], -pad[0], size[0] + pad[0] - full[0]}, 0);
+  }
+  if (bias && bias->defined()) out = at::add(out, (half ? bias->to(at::kFloat) : *bias).reshape({1, o, 1, 1}));
+  if (half) out = out.to(x.scalar_type());
+  return spatial == 1 ? out.squeeze(2) : out;
+}
+
 // A batched transposed convolution; weight is (C_in, C_out / groups, k...).
 Tensor transposed_conv(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
@@ -132,6 +185,8 @@ Tensor transposed_conv(const Tensor& x, const Tensor& weight, const std::optiona
     }
     return out.reshape(shape).permute(perm).reshape(final_shape);
   }
+  if (spatial <= 2 && at::isFloatingType(x.scalar_type()))
+    return overlap_add_conv(x, weight, bias, stride, padding, dilation, output_padding, groups);
   Tensor y = x;
   std::vector<int64_t> pads;  // pad lists the last dimension first
   for (int64_t d = spatial - 1; d >= 0; d--) {
