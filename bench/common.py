@@ -63,3 +63,17 @@ def per_call_pair(run_neuron, run_cpu, calls, repeat):
 
     t_n, t_c = best_pair(block_neuron, block_cpu, repeat)
     return t_n / calls, t_c / calls
+
+
+def passes_pair(fn_cpu, fn_neuron, x, grad, calls, repeat):
+    """(pass, neuron seconds, CPU seconds) per call of fn on x, for the forward alone ("fwd")
+    and the forward with its backward from `grad` ("fwd+bwd"), timed with per_call_pair; x and
+    grad are CPU tensors, copied to neuron here."""
+    import torch
+
+    xc, xn, gn = x.clone().requires_grad_(), x.to("neuron").requires_grad_(), grad.to("neuron")
+    t_n, t_c = per_call_pair(lambda: fn_neuron(xn.detach()), lambda: fn_cpu(x), calls, repeat)
+    yield "fwd", t_n, t_c
+    with torch.enable_grad():
+        t_n, t_c = per_call_pair(lambda: fn_neuron(xn).backward(gn), lambda: fn_cpu(xc).backward(grad), calls, repeat)
+    yield "fwd+bwd", t_n, t_c

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import per_call_pair
+from common import passes_pair
 
 CASES = [  # name, module, input shape
     ("conv2d 3x3", lambda: nn.Conv2d(64, 64, 3, padding=1), (2, 64, 32, 32)),  # a ResNet / UNet block
@@ -39,13 +39,7 @@ def main():
         mod_n = copy.deepcopy(mod_c).to("neuron")
         x = torch.randn(*shape)
         g = torch.randn(*mod_c(x).shape)
-        xc, xn, gn = x.clone().requires_grad_(), x.to("neuron").requires_grad_(), g.to("neuron")
-        for kind in ("fwd", "fwd+bwd"):
-            if kind == "fwd":
-                run_c, run_n = (lambda: mod_c(x)), (lambda: mod_n(xn.detach()))
-            else:
-                run_c, run_n = (lambda: mod_c(xc).backward(g)), (lambda: mod_n(xn).backward(gn))
-            t_n, t_c = per_call_pair(run_n, run_c, args.calls, args.repeat)
+        for kind, t_n, t_c in passes_pair(mod_c, mod_n, x, g, args.calls, args.repeat):
             print(f"{name:>17} {kind:>8} {str(tuple(shape)):>20}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  {t_c / t_n:5.2f}x")
 
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import per_call_pair
+from common import passes_pair
 
 CASES = [  # name, module, input shape: a ResNet stage, a UNet block, a wav2vec2 feature layer
     ("batch_norm", lambda: nn.BatchNorm2d(64), (8, 64, 56, 56)),
@@ -36,14 +36,7 @@ def main():
         mod_n = copy.deepcopy(mod_c).to("neuron")
         x = torch.randn(*shape)
         g = torch.randn(*shape)
-        xc, xn, gn = x.clone().requires_grad_(), x.to("neuron").requires_grad_(), g.to("neuron")
-        for kind in ("fwd", "fwd+bwd"):
-            if kind == "fwd":
-                run_c, run_n = (lambda: mod_c(x)), (lambda: mod_n(xn.detach()))
-            else:
-                run_c, run_n = (lambda: mod_c(xc).backward(g)), (lambda: mod_n(xn).backward(gn))
-
-            t_n, t_c = per_call_pair(run_n, run_c, args.calls, args.repeat)
+        for kind, t_n, t_c in passes_pair(mod_c, mod_n, x, g, args.calls, args.repeat):
             print(f"{name:>11} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  {t_c / t_n:5.2f}x")
 
 

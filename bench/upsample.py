@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import per_call_pair
+from common import passes_pair
 
 SHAPES = [(2, 256, 32, 32), (1, 64, 128, 128)]  # a UNet up block's input; a segmentation head's
 
@@ -29,17 +29,10 @@ def main():
     for shape in SHAPES:
         x = torch.randn(*shape)
         g = torch.randn(*shape[:2], 2 * shape[2], 2 * shape[3])
-        xc, xn, gn = x.clone().requires_grad_(), x.to("neuron").requires_grad_(), g.to("neuron")
         for mode in ("nearest", "bilinear"):
-            for kind in ("fwd", "fwd+bwd"):
-                def up(t, mode=mode):
-                    return F.interpolate(t, scale_factor=2, mode=mode)
-                if kind == "fwd":
-                    run_c, run_n = (lambda: up(x)), (lambda: up(xn.detach()))
-                else:
-                    run_c, run_n = (lambda: up(xc).backward(g)), (lambda: up(xn).backward(gn))
-
-                t_n, t_c = per_call_pair(run_n, run_c, args.calls, args.repeat)
+            def up(t, mode=mode):
+                return F.interpolate(t, scale_factor=2, mode=mode)
+            for kind, t_n, t_c in passes_pair(up, up, x, g, args.calls, args.repeat):
                 print(f"{mode:>8} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  "
                       f"{t_c / t_n:5.2f}x")
 
