@@ -1,5 +1,5 @@
-"""Convolutions (conv2d, transposed conv2d, conv3d), forward and forward plus backward, neuron vs
-the CPU with the same threads, side by side.
+"""Convolutions (conv2d, transposed conv2d, conv3d) and average pooling, forward and forward plus
+backward, neuron vs the CPU with the same threads, side by side.
 
     python bench/conv.py [--repeat 5]
 
@@ -23,6 +23,8 @@ CASES = [  # name, module, input shape
     ("convT2d k4 s2 p1", lambda: nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), (2, 64, 32, 32)),  # GAN/VAE
     ("conv3d patches", lambda: nn.Conv3d(3, 256, (2, 14, 14), stride=(2, 14, 14), bias=False),
      (16, 3, 2, 14, 14)),  # Qwen2-VL's patch embedding: 16 patches
+    ("avg_pool2d 3x3", lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=False), (2, 64, 56, 56)),  # PoolFormer
+    ("avg_pool2d 2x2", lambda: nn.AvgPool2d(2), (2, 128, 64, 64)),  # DenseNet's transitions
 ]
 
 

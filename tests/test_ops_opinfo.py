@@ -86,7 +86,8 @@ OP_NAMES = [
     "cat", "stack", "split", "arange", "linspace", "full", "zeros", "ones", "triu", "tril", "nonzero",
     "masked_select",
     # speech models' training loss; CNN backbones' pooling and normalisation
-    "nn.functional.ctc_loss", "nn.functional.max_pool2d", "nn.functional.batch_norm",
+    "nn.functional.ctc_loss", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
+    "nn.functional.batch_norm",
     "nn.functional.group_norm", "nn.functional.instance_norm",
     # convolutions, transposed ones included (DPT's and SAM's necks, Qwen2-VL's 3-D patches)
     "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",

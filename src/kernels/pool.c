@@ -1,4 +1,5 @@
-/* 2-D max pooling with indices and its backward (see tn/pool.h), one plane at a time. */
+/* 2-D max pooling with indices, average pooling, and their backward (see tn/pool.h), one plane
+ * at a time. */
 #include <math.h>
 
 #include "elem.h"
@@ -100,4 +101,100 @@ int tn_kernel_max_pool2d_backward(const tn_pool2d *s, tn_dtype dt, void *grad_in
         }
     }
     return 0;
+}
+
+/* An average-pooling window: rows [h0, h1) and columns [w0, w1) of the plane, and its divisor
+ * (0 when the window misses the plane). */
+typedef struct window {
+    int64_t h0, h1, w0, w1, divide;
+} window;
+
+static window avg_window(const tn_pool2d *s, int count_include_pad, int64_t divisor, int64_t oh, int64_t ow) {
+    window w;
+    w.h0 = oh * s->stride_h - s->pad_h, w.w0 = ow * s->stride_w - s->pad_w;
+    w.h1 = w.h0 + s->kernel_h < s->in_h + s->pad_h ? w.h0 + s->kernel_h : s->in_h + s->pad_h;
+    w.w1 = w.w0 + s->kernel_w < s->in_w + s->pad_w ? w.w0 + s->kernel_w : s->in_w + s->pad_w;
+    int64_t padded = (w.h1 - w.h0) * (w.w1 - w.w0);
+    w.h0 = w.h0 > 0 ? w.h0 : 0, w.w0 = w.w0 > 0 ? w.w0 : 0;
+    w.h1 = w.h1 < s->in_h ? w.h1 : s->in_h, w.w1 = w.w1 < s->in_w ? w.w1 : s->in_w;
+    if (w.h0 >= w.h1 || w.w0 >= w.w1)
+        w.divide = 0;
+    else
+        w.divide = divisor ? divisor : count_include_pad ? padded : (w.h1 - w.h0) * (w.w1 - w.w0);
+    return w;
+}
+
+/* One plane's average pooling (T the data type, A the sum's) */
+#define AVG_POOL_PLANE(A, LOAD, STORE)                                                         \
+    for (int64_t oh = 0; oh < s->out_h; oh++)                                                  \
+        for (int64_t ow = 0; ow < s->out_w; ow++) {                                            \
+            window w = avg_window(s, count_include_pad, divisor, oh, ow);                      \
+            A sum = 0;                                                                         \
+            for (int64_t ih = w.h0; ih < w.h1; ih++)                                           \
+                for (int64_t iw = w.w0; iw < w.w1; iw++) sum += LOAD(ih * s->in_w + iw);       \
+            STORE(oh * s->out_w + ow, w.divide ? sum / (A)w.divide : (A)0);                    \
+        }
+
+/* One plane's average-pooling gradient, into acc (zeroed here) */
+#define AVG_POOL_GRAD_PLANE(A, LOAD)                                                           \
+    for (int64_t i = 0; i < in_plane; i++) acc[i] = 0;                                         \
+    for (int64_t oh = 0; oh < s->out_h; oh++)                                                  \
+        for (int64_t ow = 0; ow < s->out_w; ow++) {                                            \
+            window w = avg_window(s, count_include_pad, divisor, oh, ow);                      \
+            if (!w.divide) continue;                                                           \
+            A g = LOAD(oh * s->out_w + ow) / (A)w.divide;                                      \
+            for (int64_t ih = w.h0; ih < w.h1; ih++)                                           \
+                for (int64_t iw = w.w0; iw < w.w1; iw++) acc[ih * s->in_w + iw] += g;         \
+        }
+
+void tn_kernel_avg_pool2d(const tn_pool2d *s, int count_include_pad, int64_t divisor, tn_dtype dt, int backward,
+                          void *dst, const void *src, float *scratch, int32_t ith, int32_t nth) {
+    int64_t first, last, in_plane = s->in_h * s->in_w, out_plane = s->out_h * s->out_w;
+    int32_t es = tn_dtype_size(dt);
+    tn_slice(s->planes, ith, nth, &first, &last);
+    for (int64_t p = first; p < last; p++) {
+        const char *x = (const char *)src + p * (backward ? out_plane : in_plane) * es;
+        char *y = (char *)dst + p * (backward ? in_plane : out_plane) * es;
+        if (dt == TN_DTYPE_I64 && !backward) { /* integer sums and truncating division, as the CPU */
+#define LOAD_I(i) (((const int64_t *)x)[i])
+#define STORE_I(o, v) (((int64_t *)y)[o] = (v))
+            AVG_POOL_PLANE(int64_t, LOAD_I, STORE_I)
+#undef LOAD_I
+#undef STORE_I
+        } else if (dt == TN_DTYPE_F64) {
+#define LOAD_D(i) (((const double *)x)[i])
+#define STORE_D(o, v) (((double *)y)[o] = (v))
+            if (backward) {
+                double *acc = (double *)y;
+                AVG_POOL_GRAD_PLANE(double, LOAD_D)
+            } else {
+                AVG_POOL_PLANE(double, LOAD_D, STORE_D)
+            }
+        } else if (dt == TN_DTYPE_F32) {
+#define LOAD_F(i) (((const float *)x)[i])
+#define STORE_F(o, v) (((float *)y)[o] = (v))
+            if (backward) {
+                float *acc = (float *)y;
+                AVG_POOL_GRAD_PLANE(float, LOAD_F)
+            } else {
+                AVG_POOL_PLANE(float, LOAD_F, STORE_F)
+            }
+        } else {
+#define LOAD_H(i) load_float(x, dt, i)
+#define STORE_H(o, v) tn_store(y + (o) * es, dt, (tn_value){(v), 0, 0, 0})
+            if (backward) {
+                float *acc = scratch;
+                AVG_POOL_GRAD_PLANE(float, LOAD_H)
+                for (int64_t i = 0; i < in_plane; i++) STORE_H(i, acc[i]);
+            } else {
+                AVG_POOL_PLANE(float, LOAD_H, STORE_H)
+            }
+#undef LOAD_D
+#undef STORE_D
+#undef LOAD_F
+#undef STORE_F
+#undef LOAD_H
+#undef STORE_H
+        }
+    }
 }

@@ -78,6 +78,7 @@ int tn_test_failures;
     X(test_channel_norm_rows_every_isa) \
     X(test_upsample_kernels)     \
     X(test_fold_kernels)         \
+    X(test_pool_kernels)         \
     X(test_ternary_kernel)       \
     X(test_ternary_rows_every_isa) \
     X(test_foreach_launch)       \
