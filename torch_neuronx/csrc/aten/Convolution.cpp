@@ -1,7 +1,8 @@
 // Convolutions (1-D, 2-D and 3-D; grouped and depthwise, strided, dilated, padded) as im2col
-// on native ops: pad, unfold (a view), one batched GEMM per group, bias. Registered at the
-// autograd level, so the backward is that of the ops it is made of (unfold's backward and the
-// GEMM's) and needs no kernel of its own.
+// on native ops: ungrouped floating 2-D ones through the native im2col op, the others
+// through pad, unfold (a view) and a copy; then one batched GEMM per group, bias inside.
+// Registered at the autograd level, so the backward is that of the ops it is made of (col2im
+// or unfold's backward, and the GEMM's) and needs no kernel of its own.
 //
 // Transposed convolutions, in one of three forms:
 //   - every kernel size equals its stride, with no padding or dilation (the 2x2 stride-2
@@ -19,6 +20,7 @@
 #include <ATen/ops/col2im.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/flip.h>
+#include <ATen/ops/im2col.h>
 #include <ATen/ops/matmul.h>
 #include <torch/library.h>
 
@@ -37,11 +39,37 @@ Tensor grouped_product(const Tensor& rows, const Tensor& w, const std::optional<
   return bias_rows ? at::baddbmm(*bias_rows, rows, w) : at::bmm(rows, w);
 }
 
+// An ungrouped floating 2-D convolution: native im2col, then out^T = columns^T W^T, with W^T a
+// view of the weight itself, so that the GEMM's packed copy of it is kept between calls (a
+// weight reshaped into a new tensor was packed afresh on every call), and the bias added
+// inside the product. im2col's backward is col2im, which reads the transposed gradient as is.
+Tensor columns_conv2d(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
+                      at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation) {
+  int64_t n = x.size(0), o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  std::vector<int64_t> st = {at_or_last(stride, 0), at_or_last(stride, 1)},
+                       pad = {at_or_last(padding, 0), at_or_last(padding, 1)},
+                       dil = {at_or_last(dilation, 0), at_or_last(dilation, 1)}, out_hw;
+  for (int64_t d = 0; d < 2; d++) {
+    int64_t span = (weight.size(2 + d) - 1) * dil[d] + 1, padded = x.size(2 + d) + 2 * pad[d];
+    TORCH_CHECK(padded >= span, "Calculated padded input size per channel: (", padded, "). Kernel size: (", span,
+                "). Kernel size can't be greater than actual input size");
+    out_hw.push_back((padded - span) / st[d] + 1);
+  }
+  Tensor cols = at::im2col(x, {kh, kw}, dil, pad, st);            // (N, C * kh * kw, L)
+  Tensor w = weight.reshape({o, -1}).t();                         // (C * kh * kw, O), a view
+  Tensor rows = cols.transpose(1, 2);                             // (N, L, C * kh * kw)
+  Tensor wb = w.expand({n, w.size(0), o});
+  Tensor out = bias && bias->defined() ? at::baddbmm(bias->reshape({1, 1, o}), rows, wb) : at::bmm(rows, wb);
+  return out.transpose(1, 2).reshape({n, o, out_hw[0], out_hw[1]});  // (N, O, OH, OW)
+}
+
 // A batched convolution (x has the batch dimension; shapes checked by the caller).
 Tensor forward_conv(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, at::IntArrayRef stride,
                     at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   int64_t spatial = weight.dim() - 2;
   int64_t n = x.size(0), c = x.size(1), o = weight.size(0);
+  if (spatial == 2 && groups == 1 && at::isFloatingType(x.scalar_type()))
+    return columns_conv2d(x, weight, bias, stride, padding, dilation);
   // zero padding (pad lists the last dimension first)
   std::vector<int64_t> pads;
   for (int64_t d = spatial - 1; d >= 0; d--) {
