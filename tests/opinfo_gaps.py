@@ -18,8 +18,6 @@ GAPS = {
         "falls back: aten::_adaptive_avg_pool2d (14/22 samples, e.g. 0: bf16[2, 3, 4], (3), scale_factor=None, mode='area', align_corners=None); aten::_adaptive_avg_pool3d (8/22 samples, e.g. 14: bf16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='area', align_corners=None)",
     ('native', 'nn.functional.interpolate.area', 'float16'):
         "falls back: aten::_adaptive_avg_pool2d (14/22 samples, e.g. 0: f16[2, 3, 4], (3), scale_factor=None, mode='area', align_corners=None); aten::_adaptive_avg_pool3d (8/22 samples, e.g. 14: f16[2, 3, 4, 4, 4], (3,3,3), scale_factor=None, mode='area', align_corners=None)",
-    ('native', 'nn.functional.interpolate.bicubic', '*'):
-        'falls back: aten::upsample_bicubic2d.out (all 24 samples)',
     ('native', 'nn.functional.interpolate.linear', '*'):
         'falls back: aten::upsample_linear1d.out (all 18 samples)',
     ('native', 'nn.functional.interpolate.nearest', 'float32'):
@@ -45,8 +43,6 @@ GAPS = {
     # --- native_backward
     ('native_backward', 'nn.functional.interpolate.area', 'float32'):
         'falls back: aten::_adaptive_avg_pool2d_backward (all 4 samples)',
-    ('native_backward', 'nn.functional.interpolate.bicubic', 'float32'):
-        'falls back: aten::upsample_bicubic2d_backward.grad_input (all 4 samples)',
     ('native_backward', 'nn.functional.interpolate.linear', 'float32'):
         'falls back: aten::upsample_linear1d_backward.grad_input (all 4 samples)',
     ('native_backward', 'nn.functional.interpolate.nearest', 'float32'):

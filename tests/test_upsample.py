@@ -1,5 +1,5 @@
-"""2-D upsampling on neuron against the CPU: F.interpolate with mode nearest, nearest-exact and
-bilinear (align_corners either way), by output size and by scale factor (with and without
+"""2-D upsampling on neuron against the CPU: F.interpolate with mode nearest, nearest-exact,
+bilinear and bicubic (align_corners either way), by output size and by scale factor (with and without
 recompute_scale_factor, so the CPU's float index arithmetic must match), downsampling too,
 forward and backward, in float32, float64, bfloat16 and uint8 (nearest); channels_last kept;
 the CPU's errors. No op may fall back."""
@@ -45,6 +45,36 @@ def test_nearest(mode, dtype, kwargs):
 @pytest.mark.parametrize("align", [False, True])
 def test_bilinear(align, dtype, kwargs):
     _check("bilinear", dtype, kwargs, align)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("kwargs", SIZES)
+@pytest.mark.parametrize("align", [False, True])
+def test_bicubic(align, dtype, kwargs):
+    _check("bicubic", dtype, kwargs, align)
+
+
+def test_bicubic_position_embeddings():
+    """ViT's interpolate_pos_encoding: a 14x14 grid of 32-wide embeddings to 20x20, by scale
+    factor, as Transformers calls it; and the model itself at a larger image"""
+    grid = torch.randn(1, 32, 14, 14)
+    kw = dict(scale_factor=(20 / 14, 20 / 14), mode="bicubic", align_corners=False)
+    torch_neuronx.clear_op_tracking()
+    got = F.interpolate(grid.to("neuron"), **kw)
+    assert torch_neuronx.get_fallback_ops() == {}
+    torch.testing.assert_close(got.cpu(), F.interpolate(grid, **kw), **TOL[torch.float32])
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=37)
+    torch.manual_seed(0)
+    model = transformers.ViTModel(config).eval()
+    pixels = torch.randn(2, 3, 48, 48, generator=torch.Generator().manual_seed(1))
+    want = model(pixels, interpolate_pos_encoding=True).last_hidden_state
+    model.to("neuron")
+    torch_neuronx.clear_op_tracking()
+    out = model(pixels.to("neuron"), interpolate_pos_encoding=True).last_hidden_state
+    assert torch_neuronx.get_fallback_ops() == {}
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-4, atol=1e-5)
 
 
 def test_nearest_uint8_and_channels_last():

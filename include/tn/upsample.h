@@ -9,11 +9,13 @@
  *     index itself when the sizes are equal, oh / 2 when the output is twice the input);
  *   - nearest-exact: i0 = min(floor((oh + 0.5) * s), in_h - 1);
  *   - bilinear: the source position r = s' oh (align_corners, s' = (in_h - 1) / (out_h - 1))
- *     or max(s (oh + 0.5) - 0.5, 0); i0 = floor(r), i1 = i0 + 1 inside the plane, l1 = r - i0.
- * Forward: out = l0h (l0w x[i0h, i0w] + l1w x[i0h, i1w]) + l1h (...), in double and rounded
- * once; nearest copies elements and takes any dtype. Backward: grad_in = 0, then each output's
- * gradient is added to the inputs it read, with their weights (accumulated in double).
- * Bilinear and the backward take float32, float64, bfloat16 and float16. */
+ *     or max(s (oh + 0.5) - 0.5, 0); i0 = floor(r), i1 = i0 + 1 inside the plane, l1 = r - i0;
+ *   - bicubic: r as bilinear's but not clamped at 0; rows floor(r) - 1 .. floor(r) + 2, each
+ *     clamped to the plane, weighted by Keys' cubic convolution (a = -0.75) at t = r - floor(r).
+ * Forward: out = sum over the row taps of wh (sum over the column taps of ww x), in double and
+ * rounded once; nearest copies elements and takes any dtype. Backward: grad_in = 0, then each
+ * output's gradient is added to the inputs it read, with their weights (accumulated in
+ * double). Bilinear, bicubic and the backward take float32, float64, bfloat16 and float16. */
 #ifndef TN_UPSAMPLE_H
 #define TN_UPSAMPLE_H
 
@@ -31,12 +33,13 @@ typedef enum tn_upsample_mode {
     TN_UPSAMPLE_NEAREST,
     TN_UPSAMPLE_NEAREST_EXACT,
     TN_UPSAMPLE_BILINEAR,
+    TN_UPSAMPLE_BICUBIC,
 } tn_upsample_mode;
 
 typedef struct tn_upsample2d {
     int64_t planes, in_h, in_w, out_h, out_w;
     tn_upsample_mode mode;
-    int align_corners; /* bilinear only */
+    int align_corners; /* bilinear and bicubic */
     double scale_h, scale_w;
 } tn_upsample2d;
 

@@ -1,4 +1,4 @@
-/* 2-D nearest and bilinear upsampling and their input gradients (see tn/upsample.h), planes
+/* 2-D nearest, bilinear and bicubic upsampling and their input gradients (see tn/upsample.h), planes
  * split across threads. Each slice maps the output rows and columns to their sources once
  * (into its scratch), then walks its planes; values go through doubles. */
 #include <math.h>
@@ -8,10 +8,13 @@
 #include "table.h"
 #include "tn/upsample.h"
 
-/* Where output index o of an axis reads: i0 and i1, with weights l0 and l1. */
+enum { TAPS = 4 }; /* the most an output index reads per axis (bicubic) */
+
+/* Where output index o of an axis reads: idx[t][o] with weight w[t][o], for t < taps. */
 typedef struct axis {
-    int64_t *i0, *i1;
-    double *l0, *l1;
+    int taps;
+    int64_t *idx[TAPS];
+    double *w[TAPS];
 } axis;
 
 /* The CPU's nearest index (a float computation) */
@@ -29,33 +32,68 @@ static int64_t nearest_index(tn_upsample_mode mode, int64_t o, int64_t in, int64
     return i < in - 1 ? i : in - 1;
 }
 
-/* The CPU's bilinear source position and weight, in float (f64 0) or double (f64 1) */
+/* The CPU's source position of output o (linear and cubic interpolation), in float (f64 0) or
+ * double (f64 1); bilinear clamps it at 0, bicubic does not */
+static double source_position(int f64, int align, int cubic, int64_t o, int64_t in, int64_t out, double scale) {
+    if (f64) {
+        double s = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                         : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
+        double r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
+        return !cubic && r < 0 ? 0 : r;
+    }
+    float s = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                    : (scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out);
+    float r = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
+    return !cubic && r < 0 ? 0 : r;
+}
+
+/* The bilinear source i0 and weight l1 of output o (the CPU's float or double arithmetic) */
 static void linear_source(int f64, int align, int64_t o, int64_t in, int64_t out, double scale, int64_t *i0,
                           double *l1) {
     if (out == in) {
         *i0 = o, *l1 = 0.0;
         return;
     }
-    double r;
-    if (f64) {
-        double s = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
-                         : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
-        r = align ? s * (double)o : s * ((double)o + 0.5) - 0.5;
-        r = r < 0 ? 0 : r;
-    } else {
-        float s = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
-                        : (scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out);
-        float rf = align ? s * (float)o : s * ((float)o + 0.5f) - 0.5f;
-        r = rf < 0 ? 0 : rf;
-    }
+    double r = source_position(f64, align, 0, o, in, out, scale);
     int64_t i = (int64_t)floorf((float)r);
     *i0 = i < in - 1 ? i : in - 1;
     double l = f64 ? r - (double)*i0 : (double)((float)r - (float)*i0);
     *l1 = l < 0 ? 0 : (l > 1 ? 1 : l);
 }
 
+/* Keys' cubic convolution weights (a = -0.75) of the four taps around t in [0, 1], as the
+ * CPU computes them (in float, or double for float64) */
+#define TN_CUBIC_WEIGHTS(T)                                                                  \
+    do {                                                                                     \
+        const T a = (T)-0.75, x = (T)t, y = (T)1 - x;                                        \
+        w[0] = (double)(((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a);        \
+        w[1] = (double)(((a + 2) * x - (a + 3)) * x * x + 1);                                \
+        w[2] = (double)(((a + 2) * y - (a + 3)) * y * y + 1);                                \
+        w[3] = (double)(((a * (y + 1) - 5 * a) * (y + 1) + 8 * a) * (y + 1) - 4 * a);        \
+    } while (0)
+static void cubic_weights(int f64, double t, double w[4]) {
+    if (f64)
+        TN_CUBIC_WEIGHTS(double);
+    else
+        TN_CUBIC_WEIGHTS(float);
+}
+#undef TN_CUBIC_WEIGHTS
+
 static void map_axis(const tn_upsample2d *u, int f64, int64_t in, int64_t out, double scale, axis *a) {
     for (int64_t o = 0; o < out; o++) {
+        if (u->mode == TN_UPSAMPLE_BICUBIC) {
+            double r = source_position(f64, u->align_corners, 1, o, in, out, scale), w[4];
+            int64_t i = (int64_t)floor(r);
+            i = i < in - 1 ? i : in - 1;
+            double t = f64 ? r - (double)i : (double)((float)r - (float)i);
+            cubic_weights(f64, t < 0 ? 0 : (t > 1 ? 1 : t), w);
+            for (int k = 0; k < 4; k++) {
+                int64_t j = i - 1 + k;
+                a->idx[k][o] = j < 0 ? 0 : (j > in - 1 ? in - 1 : j);
+                a->w[k][o] = w[k];
+            }
+            continue;
+        }
         int64_t i0;
         double l1;
         if (u->mode == TN_UPSAMPLE_BILINEAR) {
@@ -64,15 +102,19 @@ static void map_axis(const tn_upsample2d *u, int f64, int64_t in, int64_t out, d
             i0 = nearest_index(u->mode, o, in, out, scale);
             l1 = 0.0;
         }
-        a->i0[o] = i0; /* a second source only where it has weight: 0 * inf would be NaN */
-        a->i1[o] = u->mode == TN_UPSAMPLE_BILINEAR && out != in && i0 < in - 1 ? i0 + 1 : i0;
-        a->l1[o] = l1;
-        a->l0[o] = f64 ? 1.0 - l1 : (double)(1.0f - (float)l1);
+        a->idx[0][o] = i0; /* a second source only where it has weight: 0 * inf would be NaN */
+        a->idx[1][o] = u->mode == TN_UPSAMPLE_BILINEAR && out != in && i0 < in - 1 ? i0 + 1 : i0;
+        a->w[1][o] = l1;
+        a->w[0][o] = f64 ? 1.0 - l1 : (double)(1.0f - (float)l1);
     }
 }
 
+static int taps_of(tn_upsample_mode mode) {
+    return mode == TN_UPSAMPLE_BICUBIC ? 4 : mode == TN_UPSAMPLE_BILINEAR ? 2 : 1;
+}
+
 int64_t tn_upsample2d_scratch_bytes(const tn_upsample2d *u) {
-    int64_t maps = 2 * (u->out_h + u->out_w) * (int64_t)(sizeof(int64_t) + sizeof(double));
+    int64_t maps = TAPS * (u->out_h + u->out_w) * (int64_t)(sizeof(int64_t) + sizeof(double));
     return maps + (u->in_h * u->in_w + u->out_w) * (int64_t)sizeof(double);
 }
 
@@ -113,9 +155,9 @@ static void store(tn_dtype t, void *p, int64_t at, int64_t n, const double *rest
 /* nearest forward: element copies, any dtype */
 #define TN_NEAREST_ROWS(T)                                                                   \
     for (int64_t oh = 0; oh < u->out_h; oh++) {                                              \
-        const T *row = (const T *)src + h->i0[oh] * u->in_w;                                 \
+        const T *row = (const T *)src + h->idx[0][oh] * u->in_w;                                \
         T *o = (T *)dst + oh * u->out_w;                                                     \
-        for (int64_t ow = 0; ow < u->out_w; ow++) o[ow] = row[w->i0[ow]];                    \
+        for (int64_t ow = 0; ow < u->out_w; ow++) o[ow] = row[w->idx[0][ow]];                  \
     }
 static void nearest_plane(const tn_upsample2d *u, const axis *h, const axis *w, int32_t es, void *dst,
                           const void *src) {
@@ -128,15 +170,21 @@ static void nearest_plane(const tn_upsample2d *u, const axis *h, const axis *w, 
 }
 #undef TN_NEAREST_ROWS
 
+/* bilinear and bicubic forward: each output row the row taps' weighted sum of the column taps'
+ * weighted sums */
 static void linear_plane(const tn_upsample2d *u, const axis *h, const axis *w, tn_dtype t, void *dst,
                          const void *src, double *plane, double *row) {
     load(t, src, 0, u->in_h * u->in_w, plane);
     for (int64_t oh = 0; oh < u->out_h; oh++) {
-        const double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
         for (int64_t ow = 0; ow < u->out_w; ow++) {
-            int64_t a = w->i0[ow], b = w->i1[ow];
-            double top = w->l0[ow] * r0[a] + w->l1[ow] * r0[b], bottom = w->l0[ow] * r1[a] + w->l1[ow] * r1[b];
-            row[ow] = h->l0[oh] * top + h->l1[oh] * bottom;
+            double sum = 0;
+            for (int a = 0; a < h->taps; a++) {
+                const double *r = plane + h->idx[a][oh] * u->in_w;
+                double across = 0;
+                for (int b = 0; b < w->taps; b++) across += w->w[b][ow] * r[w->idx[b][ow]];
+                sum += h->w[a][oh] * across;
+            }
+            row[ow] = sum;
         }
         store(t, dst, oh * u->out_w, u->out_w, row);
     }
@@ -148,19 +196,17 @@ static void backward_plane(const tn_upsample2d *u, const axis *h, const axis *w,
     int64_t n = u->in_h * u->in_w;
     for (int64_t i = 0; i < n; i++) plane[i] = 0.0;
     for (int64_t oh = 0; oh < u->out_h; oh++) {
-        double *r0 = plane + h->i0[oh] * u->in_w, *r1 = plane + h->i1[oh] * u->in_w;
         load(t, gout, oh * u->out_w, u->out_w, row);
-        if (u->mode != TN_UPSAMPLE_BILINEAR) { /* one source, weight 1 */
-            for (int64_t ow = 0; ow < u->out_w; ow++) r0[w->i0[ow]] += row[ow];
+        if (h->taps == 1) { /* nearest: one source, weight 1 */
+            double *r0 = plane + h->idx[0][oh] * u->in_w;
+            for (int64_t ow = 0; ow < u->out_w; ow++) r0[w->idx[0][ow]] += row[ow];
             continue;
         }
-        for (int64_t ow = 0; ow < u->out_w; ow++) {
-            double g = row[ow], top = g * h->l0[oh], bottom = g * h->l1[oh];
-            r0[w->i0[ow]] += top * w->l0[ow];
-            r0[w->i1[ow]] += top * w->l1[ow];
-            r1[w->i0[ow]] += bottom * w->l0[ow];
-            r1[w->i1[ow]] += bottom * w->l1[ow];
-        }
+        for (int64_t ow = 0; ow < u->out_w; ow++)
+            for (int a = 0; a < h->taps; a++) {
+                double *r = plane + h->idx[a][oh] * u->in_w, g = row[ow] * h->w[a][oh];
+                for (int b = 0; b < w->taps; b++) r[w->idx[b][ow]] += g * w->w[b][ow];
+            }
     }
     store(t, gin, 0, n, plane);
 }
@@ -172,11 +218,14 @@ void tn_kernel_upsample2d(const tn_upsample2d *u, tn_dtype dtype, int backward, 
     if (first >= last) return;
     int f64 = dtype == TN_DTYPE_F64;
     int64_t *ints = scratch;
-    double *reals = (double *)(ints + 2 * (u->out_h + u->out_w));
-    axis h = {ints, ints + u->out_h, reals, reals + u->out_h};
-    axis w = {ints + 2 * u->out_h, ints + 2 * u->out_h + u->out_w, reals + 2 * u->out_h,
-              reals + 2 * u->out_h + u->out_w};
-    double *plane = reals + 2 * (u->out_h + u->out_w), *row = plane + u->in_h * u->in_w;
+    double *reals = (double *)(ints + TAPS * (u->out_h + u->out_w));
+    axis h, w;
+    h.taps = w.taps = taps_of(u->mode);
+    for (int k = 0; k < TAPS; k++) {
+        h.idx[k] = ints + k * u->out_h, h.w[k] = reals + k * u->out_h;
+        w.idx[k] = ints + TAPS * u->out_h + k * u->out_w, w.w[k] = reals + TAPS * u->out_h + k * u->out_w;
+    }
+    double *plane = reals + TAPS * (u->out_h + u->out_w), *row = plane + u->in_h * u->in_w;
     map_axis(u, f64, u->in_h, u->out_h, u->scale_h, &h);
     map_axis(u, f64, u->in_w, u->out_w, u->scale_w, &w);
     int32_t es = tn_dtype_size(dtype);
@@ -185,7 +234,7 @@ void tn_kernel_upsample2d(const tn_upsample2d *u, tn_dtype dtype, int backward, 
         if (backward)
             backward_plane(u, &h, &w, dtype, (char *)dst + p * in_plane * es, (const char *)src + p * out_plane * es,
                            plane, row);
-        else if (u->mode == TN_UPSAMPLE_BILINEAR)
+        else if (u->mode == TN_UPSAMPLE_BILINEAR || u->mode == TN_UPSAMPLE_BICUBIC)
             linear_plane(u, &h, &w, dtype, (char *)dst + p * out_plane * es, (const char *)src + p * in_plane * es,
                          plane, row);
         else

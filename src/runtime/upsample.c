@@ -33,7 +33,7 @@ static tn_status launch(tn_stream_t stream, const char *name, const tn_upsample2
     int floating = dtype == TN_DTYPE_F32 || dtype == TN_DTYPE_F64 || dtype == TN_DTYPE_BF16 || dtype == TN_DTYPE_F16;
     if (u->planes < 0 || u->in_h < 1 || u->in_w < 1 || u->out_h < 1 || u->out_w < 1)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "upsample2d: sizes must be positive");
-    if ((backward || u->mode == TN_UPSAMPLE_BILINEAR) && !floating)
+    if ((backward || u->mode == TN_UPSAMPLE_BILINEAR || u->mode == TN_UPSAMPLE_BICUBIC) && !floating)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "upsample2d: floating dtype expected");
     if (u->planes == 0) return TN_STATUS_OK;
     upsample_task t = {*u, dtype, backward, 0, dst, src};

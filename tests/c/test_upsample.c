@@ -1,7 +1,8 @@
 /* The upsampling kernel by properties that do not restate its formulas: nearest at scale 2
  * repeats each element twice along each axis, and elsewhere reads floor(o * in / out);
  * bilinear reproduces a linear function of the position at its source points (align_corners,
- * and half-pixel centres clamped to the plane); and each backward is the forward's adjoint,
+ * and half-pixel centres clamped to the plane); bicubic takes the samples it lands on and Keys'
+ * weights halfway between; and each backward is the forward's adjoint,
  * <up(x), g> = <x, up'(g)>, for every mode, with several planes split across slices. The exact
  * float indices of the CPU are checked against it in tests/test_upsample.py. */
 #include <math.h>
@@ -51,9 +52,36 @@ void test_upsample_kernels(void) {
                     CHECK(fabs(y[(p * OH + oh) * OW + ow] - (3.0 * rh - 2.0 * rw + 1.0 + p)) < 1e-5);
                 }
     }
+    /* bicubic (Keys' cubic convolution, a = -0.75): with corners aligned and 5 -> 9, every
+     * other output lies on an input sample and takes it; halfway between samples whose taps
+     * lie inside the plane, the weights are (-3, 19, 19, -3) / 32; a constant stays constant */
+    {
+        tn_upsample2d c = {1, 5, 5, 9, 9, TN_UPSAMPLE_BICUBIC, 1, 0, 0};
+        for (int i = 0; i < 25; i++) x[i] = (double)((i * 37) % 23) - 11.0;
+        run(&c, 0, y, x);
+        const double half[4] = {-3.0 / 32, 19.0 / 32, 19.0 / 32, -3.0 / 32};
+        for (int oh = 0; oh < 9; oh += 2)
+            for (int ow = 0; ow < 9; ow++) {
+                int h = oh / 2, w = ow / 2;
+                double want = x[h * 5 + w];
+                if (ow % 2) {
+                    if (w < 1 || w + 2 > 4) continue;
+                    want = 0;
+                    for (int k = 0; k < 4; k++) want += half[k] * x[h * 5 + w - 1 + k];
+                }
+                CHECK(fabs(y[oh * 9 + ow] - want) < 1e-5);
+            }
+        for (int i = 0; i < 25; i++) x[i] = 3.25;
+        for (int align = 0; align < 2; align++) {
+            tn_upsample2d d = {1, 5, 4, 9, 11, TN_UPSAMPLE_BICUBIC, align, 0, 0};
+            run(&d, 0, y, x);
+            for (int i = 0; i < 99; i++) CHECK(fabs(y[i] - 3.25) < 1e-5);
+        }
+    }
     /* the backward is the adjoint of the forward, for every mode and both corner rules */
-    const tn_upsample_mode modes[] = {TN_UPSAMPLE_NEAREST, TN_UPSAMPLE_NEAREST_EXACT, TN_UPSAMPLE_BILINEAR};
-    for (int m = 0; m < 3; m++)
+    const tn_upsample_mode modes[] = {TN_UPSAMPLE_NEAREST, TN_UPSAMPLE_NEAREST_EXACT, TN_UPSAMPLE_BILINEAR,
+                                      TN_UPSAMPLE_BICUBIC};
+    for (int m = 0; m < 4; m++)
         for (int align = 0; align < 2; align++) {
             tn_upsample2d a = {P, IH, IW, OH, OW, modes[m], align, 0, 0};
             for (int i = 0; i < P * IH * IW; i++) x[i] = sin(1.0 + i);

@@ -1,5 +1,6 @@
-// 2-D nearest, nearest-exact and bilinear upsampling (F.interpolate: Diffusers' UNet up blocks,
-// SegFormer and DPT heads, feature pyramids) and their input gradients: the CPU's checks and
+// 2-D nearest, nearest-exact, bilinear and bicubic upsampling (F.interpolate: Diffusers' UNet
+// up blocks, SegFormer and DPT heads, feature pyramids, ViT's and CLIP's position embeddings
+// interpolated to another image size) and their input gradients: the CPU's checks and
 // dtypes, then the C kernel (tn/upsample.h) over contiguous planes. Outputs keep the input's
 // memory format, as on the CPU.
 #include <ATen/native/Resize.h>
@@ -7,6 +8,8 @@
 #include <ATen/ops/_upsample_nearest_exact2d.h>
 #include <ATen/ops/_upsample_nearest_exact2d_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/upsample_bicubic2d.h>
+#include <ATen/ops/upsample_bicubic2d_backward.h>
 #include <ATen/ops/upsample_bilinear2d.h>
 #include <ATen/ops/upsample_bilinear2d_backward.h>
 #include <ATen/ops/upsample_nearest2d.h>
@@ -30,7 +33,7 @@ bool floating(c10::ScalarType t) {
 
 // The dtypes the CPU's kernels take: nearest also uint8 (images), the rest floating types only.
 bool native_dtype(tn_upsample_mode mode, c10::ScalarType t) {
-  return floating(t) || (mode != TN_UPSAMPLE_BILINEAR && t == at::kByte);
+  return floating(t) || (mode != TN_UPSAMPLE_BILINEAR && mode != TN_UPSAMPLE_BICUBIC && t == at::kByte);
 }
 
 tn_upsample2d geometry(IntArrayRef full_in, IntArrayRef out_hw, tn_upsample_mode mode, bool align, Scale sh,
@@ -180,6 +183,32 @@ Tensor& bilinear_backward_out(const Tensor& grad, IntArrayRef output_size, IntAr
   return into(bilinear_backward(grad, output_size, input_size, align, sh, sw), grad_input);
 }
 
+// ---- bicubic ----
+Tensor bicubic(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw) {
+  if (!floating(self.scalar_type()))
+    return via_fallback<at::_ops::upsample_bicubic2d>(self, output_size, align, sh, sw);
+  return forward(self, output_size, TN_UPSAMPLE_BICUBIC, align, sh, sw, "aten::upsample_bicubic2d");
+}
+Tensor& bicubic_out(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw, Tensor& out) {
+  if (!floating(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+    return via_fallback<at::_ops::upsample_bicubic2d_out>(self, output_size, align, sh, sw, out);
+  return into(bicubic(self, output_size, align, sh, sw), out);
+}
+Tensor bicubic_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align, Scale sh,
+                        Scale sw) {
+  if (!floating(grad.scalar_type()))
+    return via_fallback<at::_ops::upsample_bicubic2d_backward>(grad, output_size, input_size, align, sh, sw);
+  return backward(grad, output_size, input_size, TN_UPSAMPLE_BICUBIC, align, sh, sw,
+                  "aten::upsample_bicubic2d_backward");
+}
+Tensor& bicubic_backward_out(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align,
+                             Scale sh, Scale sw, Tensor& grad_input) {
+  if (!floating(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
+    return via_fallback<at::_ops::upsample_bicubic2d_backward_grad_input>(grad, output_size, input_size, align, sh,
+                                                                          sw, grad_input);
+  return into(bicubic_backward(grad, output_size, input_size, align, sh, sw), grad_input);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -195,6 +224,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bilinear2d.out", bilinear_out);
   m.impl("upsample_bilinear2d_backward", bilinear_backward);
   m.impl("upsample_bilinear2d_backward.grad_input", bilinear_backward_out);
+  m.impl("upsample_bicubic2d", bicubic);
+  m.impl("upsample_bicubic2d.out", bicubic_out);
+  m.impl("upsample_bicubic2d_backward", bicubic_backward);
+  m.impl("upsample_bicubic2d_backward.grad_input", bicubic_backward_out);
 }
 
 } // namespace torch_neuronx::ops
