@@ -4,7 +4,7 @@ backward, neuron vs the CPU with the same threads, side by side.
     python bench/conv.py [--repeat 5]
 
 neuron is timed as a device (a block of calls, then one synchronize); the two sides alternate
-(common.per_call_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
+(common.passes_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
 """
 import argparse
 import copy

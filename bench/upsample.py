@@ -1,10 +1,10 @@
-"""2-D upsampling (F.interpolate, nearest and bilinear, scale 2), forward and forward plus
+"""2-D upsampling (F.interpolate, nearest, bilinear and bicubic, scale 2), forward and forward plus
 backward, neuron vs the CPU with the same threads, side by side.
 
     python bench/upsample.py [--repeat 5]
 
 neuron is timed as a device (a block of calls, then one synchronize); the two sides alternate
-(common.per_call_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
+(common.passes_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
 """
 import argparse
 import os
@@ -29,7 +29,7 @@ def main():
     for shape in SHAPES:
         x = torch.randn(*shape)
         g = torch.randn(*shape[:2], 2 * shape[2], 2 * shape[3])
-        for mode in ("nearest", "bilinear"):
+        for mode in ("nearest", "bilinear", "bicubic"):
             def up(t, mode=mode):
                 return F.interpolate(t, scale_factor=2, mode=mode)
             for kind, t_n, t_c in passes_pair(up, up, x, g, args.calls, args.repeat):
