@@ -77,3 +77,21 @@ def passes_pair(fn_cpu, fn_neuron, x, grad, calls, repeat):
     with torch.enable_grad():
         t_n, t_c = per_call_pair(lambda: fn_neuron(xn).backward(gn), lambda: fn_cpu(xc).backward(grad), calls, repeat)
     yield "fwd+bwd", t_n, t_c
+
+
+def module_rows(cases, calls, repeat):
+    """For each (name, make, input shape) of `cases`: the module make() on the CPU and a copy on
+    neuron, timed by passes_pair on a random input and output gradient; yields (name, shape,
+    pass, neuron seconds, CPU seconds)."""
+    import copy
+
+    import torch
+
+    torch.manual_seed(0)
+    for name, make, shape in cases:
+        mod_c = make()
+        mod_n = copy.deepcopy(mod_c).to("neuron")
+        x = torch.randn(*shape)
+        g = torch.randn(*mod_c(x).shape)
+        for kind, t_n, t_c in passes_pair(mod_c, mod_n, x, g, calls, repeat):
+            yield name, shape, kind, t_n, t_c

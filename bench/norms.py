@@ -7,14 +7,13 @@ neuron is timed as a device (a block of calls, then one synchronize); the two si
 (common.passes_pair) and each prints its best block, in ms per call, with the ratio CPU / neuron.
 """
 import argparse
-import copy
 import os
 
 import torch
 import torch.nn as nn
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from common import passes_pair
+from common import module_rows
 
 CASES = [  # name, module, input shape: a ResNet stage, a UNet block, a wav2vec2 feature layer
     ("batch_norm", lambda: nn.BatchNorm2d(64), (8, 64, 56, 56)),
@@ -30,15 +29,8 @@ def main():
     args = p.parse_args()
     print(f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"{'op':>11} {'pass':>8} {'shape':>18}  {'neuron ms':>9}  {'cpu ms':>7}  ratio")
-    torch.manual_seed(0)
-    for name, make, shape in CASES:
-        mod_c = make()
-        mod_n = copy.deepcopy(mod_c).to("neuron")
-        x = torch.randn(*shape)
-        g = torch.randn(*shape)
-        for kind, t_n, t_c in passes_pair(mod_c, mod_n, x, g, args.calls, args.repeat):
-            print(f"{name:>11} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  {t_c / t_n:5.2f}x")
-
+    for name, shape, kind, t_n, t_c in module_rows(CASES, args.calls, args.repeat):
+        print(f"{name:>11} {kind:>8} {str(tuple(shape)):>18}  {t_n * 1e3:9.3f}  {t_c * 1e3:7.3f}  {t_c / t_n:5.2f}x")
 
 if __name__ == "__main__":
     main()
