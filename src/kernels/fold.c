@@ -7,6 +7,7 @@
 
 #include "half.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/fold.h"
 
 void tn_fold2d_contiguous_columns(tn_fold2d *f) {
@@ -116,10 +117,6 @@ void tn_kernel_col2im(const tn_fold2d *f, tn_dtype t, void *planes, const void *
         void *acc = half ? (void *)scratch : (void *)out;
         memset(acc, 0, (size_t)(plane * (half ? 4 : es)));
         col2im_plane(f, t, acc, rows);
-        if (half) {
-            uint16_t *o = (uint16_t *)(void *)out;
-            for (int64_t e = 0; e < plane; e++)
-                o[e] = t == TN_DTYPE_BF16 ? tn_f32_to_bf16_inline(scratch[e]) : tn_f32_to_f16_inline(scratch[e]);
-        }
+        if (half) tn_kernels()->narrow_half(t, plane, (uint16_t *)(void *)out, 1, scratch, 1);
     }
 }

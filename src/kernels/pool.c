@@ -5,6 +5,7 @@
 #include "elem.h"
 #include "half.h"
 #include "strided.h"
+#include "table.h"
 #include "tn/pool.h"
 
 static float load_float(const void *p, tn_dtype dt, int64_t i) {
@@ -185,7 +186,7 @@ void tn_kernel_avg_pool2d(const tn_pool2d *s, int count_include_pad, int64_t div
             if (backward) {
                 float *acc = scratch;
                 AVG_POOL_GRAD_PLANE(float, LOAD_H)
-                for (int64_t i = 0; i < in_plane; i++) STORE_H(i, acc[i]);
+                tn_kernels()->narrow_half(dt, in_plane, (uint16_t *)(void *)y, 1, acc, 1);
             } else {
                 AVG_POOL_PLANE(float, LOAD_H, STORE_H)
             }

@@ -173,8 +173,7 @@ static double prod_f32(int64_t n, const float *x) {
             e[p] = ((vmask)lane[p] >> 23) & 0xff;
             bad |= (vmask)((uvmask)(e[p] - 1) > 253);
         }
-        int any = vmask_any(bad);
-        if (any) {
+        if (vmask_any(bad)) {
             memcpy(lane, before, sizeof lane);
             _mm_setcsr(csr); /* double's subnormals are kept there */
             exact_block(&ex, PROD_BLOCK, x + i);

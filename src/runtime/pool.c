@@ -46,8 +46,13 @@ static tn_status run_pool(void *p) {
                   : TN_STATUS_OK;
 }
 
-static tn_status check_shape(const tn_pool2d *s, tn_dtype dt, const char *op) {
-    if (dt != TN_DTYPE_F32 && dt != TN_DTYPE_F64 && dt != TN_DTYPE_BF16 && dt != TN_DTYPE_F16)
+static int floating(tn_dtype dt) {
+    return dt == TN_DTYPE_F32 || dt == TN_DTYPE_F64 || dt == TN_DTYPE_BF16 || dt == TN_DTYPE_F16;
+}
+
+/* op's dtype (floating, or int64 too when int64_ok) and geometry */
+static tn_status check_shape(const tn_pool2d *s, tn_dtype dt, int int64_ok, const char *op) {
+    if (!floating(dt) && !(int64_ok && dt == TN_DTYPE_I64))
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: floating dtype expected", op);
     if (s->planes < 0 || s->in_h < 1 || s->in_w < 1 || s->out_h < 1 || s->out_w < 1 || s->kernel_h < 1 ||
         s->kernel_w < 1 || s->stride_h < 1 || s->stride_w < 1 || s->dilation_h < 1 || s->dilation_w < 1 ||
@@ -59,7 +64,7 @@ static tn_status check_shape(const tn_pool2d *s, tn_dtype dt, const char *op) {
 
 tn_status tn_max_pool2d_async(tn_stream_t stream, const tn_pool2d *shape, tn_dtype dtype, void *out,
                               int64_t *indices, const void *in) {
-    tn_status st = check_shape(shape, dtype, "max_pool2d");
+    tn_status st = check_shape(shape, dtype, 0, "max_pool2d");
     if (st != TN_STATUS_OK || shape->planes == 0) return st;
     pool_task t = {*shape, dtype, out, indices, in, 0, 0, 0, 0};
     return tn_stream_launch(stream, "aten::max_pool2d_with_indices.out", run_pool, &t, sizeof t);
@@ -67,7 +72,7 @@ tn_status tn_max_pool2d_async(tn_stream_t stream, const tn_pool2d *shape, tn_dty
 
 tn_status tn_max_pool2d_backward_async(tn_stream_t stream, const tn_pool2d *shape, tn_dtype dtype,
                                        void *grad_in, const void *grad_out, const int64_t *indices) {
-    tn_status st = check_shape(shape, dtype, "max_pool2d_backward");
+    tn_status st = check_shape(shape, dtype, 0, "max_pool2d_backward");
     if (st != TN_STATUS_OK || shape->planes == 0) return st;
     if (!indices) return tn_error(TN_STATUS_INVALID_ARGUMENT, "max_pool2d_backward: indices expected");
     pool_task t = {*shape, dtype, grad_in, (int64_t *)indices, grad_out, 1, 0, 0, 0};
@@ -76,8 +81,7 @@ tn_status tn_max_pool2d_backward_async(tn_stream_t stream, const tn_pool2d *shap
 
 static tn_status launch_avg(tn_stream_t stream, const char *name, const tn_pool2d *shape, int count_include_pad,
                             int64_t divisor, tn_dtype dtype, int backward, void *dst, const void *src) {
-    int int_forward = dtype == TN_DTYPE_I64 && !backward; /* int64 sums: the forward only */
-    tn_status st = check_shape(shape, int_forward ? TN_DTYPE_F64 : dtype, name);
+    tn_status st = check_shape(shape, dtype, !backward, name); /* int64 sums: the forward only */
     if (st != TN_STATUS_OK) return st;
     if (shape->dilation_h != 1 || shape->dilation_w != 1)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: dilation 1 expected", name);

@@ -58,8 +58,9 @@ Tensor columns_conv2d(const Tensor& x, const Tensor& weight, const std::optional
   Tensor cols = at::im2col(x, {kh, kw}, dil, pad, st);            // (N, C * kh * kw, L)
   Tensor w = weight.reshape({o, -1}).t();                         // (C * kh * kw, O), a view
   Tensor rows = cols.transpose(1, 2);                             // (N, L, C * kh * kw)
-  Tensor wb = w.expand({n, w.size(0), o});
-  Tensor out = bias && bias->defined() ? at::baddbmm(bias->reshape({1, 1, o}), rows, wb) : at::bmm(rows, wb);
+  std::optional<Tensor> b;
+  if (bias && bias->defined()) b = bias->reshape({1, 1, o});
+  Tensor out = grouped_product(rows, w.expand({n, w.size(0), o}), b);  // (N, L, O)
   return out.transpose(1, 2).reshape({n, o, out_hw[0], out_hw[1]});  // (N, O, OH, OW)
 }
 

@@ -2,12 +2,12 @@
 // convolution and the overlap-add of a transposed one): the CPU's checks, then the C kernel
 // (tn/fold.h). col2im reads its columns through their strides, so a transposed product's
 // result needs no copy. Other dtypes go to the CPU (complex runs there; integers raise its error).
-#include <ATen/native/Resize.h>
 #include <ATen/native/im2col_shape_check.h>
 #include <ATen/ops/col2im.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/im2col.h>
 
+#include "aten/FloatKernels.h"
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -18,10 +18,6 @@ namespace {
 
 using at::Tensor;
 using c10::IntArrayRef;
-
-bool floating(c10::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
-}
 
 void check_pairs(IntArrayRef kernel, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
   TORCH_CHECK(kernel.size() == 2, "It is expected kernel_size equals to 2, but got size ", kernel.size());
@@ -44,13 +40,8 @@ tn_fold2d geometry(int64_t batch, int64_t channels, int64_t height, int64_t widt
   return f;
 }
 
-Tensor& into(const Tensor& result, Tensor& out) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
 // im2col copies elements: the dtypes the CPU takes (floating and bool) but the complex ones.
-bool copyable(c10::ScalarType t) { return floating(t) || t == at::kBool; }
+bool copyable(c10::ScalarType t) { return float_kernel_dtype(t) || t == at::kBool; }
 
 Tensor to_columns(const Tensor& self, IntArrayRef kernel, IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
   if (!copyable(self.scalar_type())) return via_fallback<at::_ops::im2col>(self, kernel, dilation, padding, stride);
@@ -76,7 +67,7 @@ Tensor& to_columns_out(const Tensor& self, IntArrayRef kernel, IntArrayRef dilat
 
 Tensor from_columns(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel, IntArrayRef dilation,
               IntArrayRef padding, IntArrayRef stride) {
-  if (!floating(self.scalar_type()))
+  if (!float_kernel_dtype(self.scalar_type()))
     return via_fallback<at::_ops::col2im>(self, output_size, kernel, dilation, padding, stride);
   TORCH_CHECK(output_size.size() == 2, "It is expected output_size equals to 2, but got size ", output_size.size());
   check_pairs(kernel, dilation, padding, stride);
@@ -97,7 +88,7 @@ Tensor from_columns(const Tensor& self, IntArrayRef output_size, IntArrayRef ker
 
 Tensor& from_columns_out(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel, IntArrayRef dilation,
                    IntArrayRef padding, IntArrayRef stride, Tensor& out) {
-  if (!floating(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+  if (!float_kernel_dtype(self.scalar_type()) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::col2im_out>(self, output_size, kernel, dilation, padding, stride, out);
   return into(from_columns(self, output_size, kernel, dilation, padding, stride), out);
 }

@@ -10,6 +10,7 @@
 #include <ATen/ops/max_pool2d_with_indices.h>
 #include <ATen/ops/max_pool2d_with_indices_backward.h>
 
+#include "aten/FloatKernels.h"
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -19,10 +20,6 @@ namespace torch_neuronx::ops {
 namespace {
 
 using at::Tensor;
-
-bool pool_dtype_ok(c10::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
-}
 
 int64_t second(c10::IntArrayRef v) { return v.size() == 1 ? v[0] : v[1]; }
 
@@ -72,7 +69,7 @@ std::tuple<Tensor&, Tensor&> max_pool2d_with_indices_out(const Tensor& self, c10
                                                          c10::IntArrayRef stride, c10::IntArrayRef padding,
                                                          c10::IntArrayRef dilation, bool ceil_mode, Tensor& out,
                                                          Tensor& indices) {
-  if (!pool_dtype_ok(self.scalar_type()) || out.scalar_type() != self.scalar_type() ||
+  if (!float_kernel_dtype(self.scalar_type()) || out.scalar_type() != self.scalar_type() ||
       indices.scalar_type() != at::kLong)
     return via_fallback<at::_ops::max_pool2d_with_indices_out>(self, kernel, stride, padding, dilation, ceil_mode,
                                                                out, indices);
@@ -93,7 +90,7 @@ Tensor& max_pool2d_with_indices_backward_out(const Tensor& grad_output, const Te
                                              c10::IntArrayRef stride, c10::IntArrayRef padding,
                                              c10::IntArrayRef dilation, bool ceil_mode, const Tensor& indices,
                                              Tensor& grad_input) {
-  if (!pool_dtype_ok(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||
+  if (!float_kernel_dtype(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||
       grad_input.scalar_type() != self.scalar_type() || indices.scalar_type() != at::kLong)
     return via_fallback<at::_ops::max_pool2d_with_indices_backward_grad_input>(
         grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, grad_input);
@@ -121,7 +118,7 @@ tn_pool2d avg_shape(const Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRe
 Tensor& avg_pool2d_out(const Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
                        c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                        std::optional<int64_t> divisor, Tensor& out) {
-  if ((!pool_dtype_ok(self.scalar_type()) && self.scalar_type() != at::kLong) ||
+  if ((!float_kernel_dtype(self.scalar_type()) && self.scalar_type() != at::kLong) ||
       out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::avg_pool2d_out>(self, kernel, stride, padding, ceil_mode, count_include_pad,
                                                   divisor, out);
@@ -139,7 +136,7 @@ Tensor& avg_pool2d_out(const Tensor& self, c10::IntArrayRef kernel, c10::IntArra
 Tensor& avg_pool2d_backward_out(const Tensor& grad_output, const Tensor& self, c10::IntArrayRef kernel,
                                 c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
                                 bool count_include_pad, std::optional<int64_t> divisor, Tensor& grad_input) {
-  if (!pool_dtype_ok(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||
+  if (!float_kernel_dtype(self.scalar_type()) || grad_output.scalar_type() != self.scalar_type() ||
       grad_input.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::avg_pool2d_backward_grad_input>(grad_output, self, kernel, stride, padding,
                                                                   ceil_mode, count_include_pad, divisor, grad_input);

@@ -3,7 +3,6 @@
 // interpolated to another image size) and their input gradients: the CPU's checks and
 // dtypes, then the C kernel (tn/upsample.h) over contiguous planes. Outputs keep the input's
 // memory format, as on the CPU.
-#include <ATen/native/Resize.h>
 #include <ATen/native/UpSample.h>
 #include <ATen/ops/_upsample_nearest_exact2d.h>
 #include <ATen/ops/_upsample_nearest_exact2d_backward.h>
@@ -15,6 +14,7 @@
 #include <ATen/ops/upsample_nearest2d.h>
 #include <ATen/ops/upsample_nearest2d_backward.h>
 
+#include "aten/FloatKernels.h"
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -27,13 +27,9 @@ using at::Tensor;
 using c10::IntArrayRef;
 using Scale = std::optional<double>;
 
-bool floating(c10::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
-}
-
 // The dtypes the CPU's kernels take: nearest also uint8 (images), the rest floating types only.
 bool native_dtype(tn_upsample_mode mode, c10::ScalarType t) {
-  return floating(t) || (mode != TN_UPSAMPLE_BILINEAR && mode != TN_UPSAMPLE_BICUBIC && t == at::kByte);
+  return float_kernel_dtype(t) || (mode != TN_UPSAMPLE_BILINEAR && mode != TN_UPSAMPLE_BICUBIC && t == at::kByte);
 }
 
 tn_upsample2d geometry(IntArrayRef full_in, IntArrayRef out_hw, tn_upsample_mode mode, bool align, Scale sh,
@@ -83,12 +79,6 @@ Tensor backward(const Tensor& grad_out, IntArrayRef output_size, IntArrayRef inp
   return grad_in.contiguous(grad_out.suggest_memory_format());
 }
 
-// `result` into `out` (resized), for the out= forms.
-Tensor& into(const Tensor& result, Tensor& out) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
 // ---- nearest ----
 
 Tensor nearest(const Tensor& self, IntArrayRef output_size, Scale sh, Scale sw) {
@@ -104,7 +94,7 @@ Tensor& nearest_out(const Tensor& self, IntArrayRef output_size, Scale sh, Scale
 }
 
 Tensor nearest_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, Scale sh, Scale sw) {
-  if (!floating(grad.scalar_type()))
+  if (!float_kernel_dtype(grad.scalar_type()))
     return via_fallback<at::_ops::upsample_nearest2d_backward>(grad, output_size,
                                                                input_size, sh, sw);
   return backward(grad, output_size, input_size, TN_UPSAMPLE_NEAREST, false, sh, sw,
@@ -113,7 +103,7 @@ Tensor nearest_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef
 
 Tensor& nearest_backward_out(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, Scale sh, Scale sw,
                              Tensor& grad_input) {
-  if (!floating(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
+  if (!float_kernel_dtype(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
     return via_fallback<at::_ops::upsample_nearest2d_backward_grad_input>(
         grad, output_size, input_size, sh, sw, grad_input);
   return into(nearest_backward(grad, output_size, input_size, sh, sw), grad_input);
@@ -136,7 +126,7 @@ Tensor& nearest_exact_out(const Tensor& self, IntArrayRef output_size, Scale sh,
 
 Tensor nearest_exact_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, Scale sh,
                               Scale sw) {
-  if (!floating(grad.scalar_type()))
+  if (!float_kernel_dtype(grad.scalar_type()))
     return via_fallback<at::_ops::_upsample_nearest_exact2d_backward>(grad, output_size,
                                                                       input_size, sh, sw);
   return backward(grad, output_size, input_size, TN_UPSAMPLE_NEAREST_EXACT, false, sh, sw,
@@ -145,7 +135,7 @@ Tensor nearest_exact_backward(const Tensor& grad, IntArrayRef output_size, IntAr
 
 Tensor& nearest_exact_backward_out(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, Scale sh,
                                    Scale sw, Tensor& grad_input) {
-  if (!floating(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
+  if (!float_kernel_dtype(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
     return via_fallback<at::_ops::_upsample_nearest_exact2d_backward_grad_input>(
         grad, output_size, input_size, sh, sw, grad_input);
   return into(nearest_exact_backward(grad, output_size, input_size, sh, sw), grad_input);
@@ -154,13 +144,13 @@ Tensor& nearest_exact_backward_out(const Tensor& grad, IntArrayRef output_size, 
 // ---- bilinear ----
 
 Tensor bilinear(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw) {
-  if (!floating(self.scalar_type()))
+  if (!float_kernel_dtype(self.scalar_type()))
     return via_fallback<at::_ops::upsample_bilinear2d>(self, output_size, align, sh, sw);
   return forward(self, output_size, TN_UPSAMPLE_BILINEAR, align, sh, sw, "aten::upsample_bilinear2d");
 }
 
 Tensor& bilinear_out(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw, Tensor& out) {
-  if (!floating(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+  if (!float_kernel_dtype(self.scalar_type()) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::upsample_bilinear2d_out>(self, output_size, align, sh, sw,
                                                            out);
   return into(bilinear(self, output_size, align, sh, sw), out);
@@ -168,7 +158,7 @@ Tensor& bilinear_out(const Tensor& self, IntArrayRef output_size, bool align, Sc
 
 Tensor bilinear_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align, Scale sh,
                          Scale sw) {
-  if (!floating(grad.scalar_type()))
+  if (!float_kernel_dtype(grad.scalar_type()))
     return via_fallback<at::_ops::upsample_bilinear2d_backward>(grad, output_size,
                                                                 input_size, align, sh, sw);
   return backward(grad, output_size, input_size, TN_UPSAMPLE_BILINEAR, align, sh, sw,
@@ -177,7 +167,7 @@ Tensor bilinear_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRe
 
 Tensor& bilinear_backward_out(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align,
                               Scale sh, Scale sw, Tensor& grad_input) {
-  if (!floating(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
+  if (!float_kernel_dtype(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
     return via_fallback<at::_ops::upsample_bilinear2d_backward_grad_input>(
         grad, output_size, input_size, align, sh, sw, grad_input);
   return into(bilinear_backward(grad, output_size, input_size, align, sh, sw), grad_input);
@@ -185,25 +175,25 @@ Tensor& bilinear_backward_out(const Tensor& grad, IntArrayRef output_size, IntAr
 
 // ---- bicubic ----
 Tensor bicubic(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw) {
-  if (!floating(self.scalar_type()))
+  if (!float_kernel_dtype(self.scalar_type()))
     return via_fallback<at::_ops::upsample_bicubic2d>(self, output_size, align, sh, sw);
   return forward(self, output_size, TN_UPSAMPLE_BICUBIC, align, sh, sw, "aten::upsample_bicubic2d");
 }
 Tensor& bicubic_out(const Tensor& self, IntArrayRef output_size, bool align, Scale sh, Scale sw, Tensor& out) {
-  if (!floating(self.scalar_type()) || out.scalar_type() != self.scalar_type())
+  if (!float_kernel_dtype(self.scalar_type()) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::upsample_bicubic2d_out>(self, output_size, align, sh, sw, out);
   return into(bicubic(self, output_size, align, sh, sw), out);
 }
 Tensor bicubic_backward(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align, Scale sh,
                         Scale sw) {
-  if (!floating(grad.scalar_type()))
+  if (!float_kernel_dtype(grad.scalar_type()))
     return via_fallback<at::_ops::upsample_bicubic2d_backward>(grad, output_size, input_size, align, sh, sw);
   return backward(grad, output_size, input_size, TN_UPSAMPLE_BICUBIC, align, sh, sw,
                   "aten::upsample_bicubic2d_backward");
 }
 Tensor& bicubic_backward_out(const Tensor& grad, IntArrayRef output_size, IntArrayRef input_size, bool align,
                              Scale sh, Scale sw, Tensor& grad_input) {
-  if (!floating(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
+  if (!float_kernel_dtype(grad.scalar_type()) || grad_input.scalar_type() != grad.scalar_type())
     return via_fallback<at::_ops::upsample_bicubic2d_backward_grad_input>(grad, output_size, input_size, align, sh,
                                                                           sw, grad_input);
   return into(bicubic_backward(grad, output_size, input_size, align, sh, sw), grad_input);
