@@ -49,7 +49,7 @@ ZERO_INIT := $(shell $(CC) -ftrivial-auto-var-init=zero -Werror -x c -c /dev/nul
 build/rel/src/runtime/%.o build/san/src/runtime/%.o build/rel/src/graph/%.o build/san/src/graph/%.o: \
   TASK_FLAGS := $(ZERO_INIT)
 SRCS := $(filter-out $(PER_ISA:%=src/kernels/%.c) $(BF16_ONLY:%=src/kernels/%.c) $(AMX_ONLY:%=src/kernels/%.c),\
-          $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c))
+          $(wildcard src/runtime/*.c src/kernels/*.c src/graph/*.c src/ccl/*.c))
 ISA_OBJS = $(foreach f,$(PER_ISA),$(ISAS:%=$(1)/src/kernels/$(f)_%.o)) \
            $(BF16_ONLY:%=$(1)/src/kernels/%_avx512bf16.o) $(AMX_ONLY:%=$(1)/src/kernels/%_amx.o)
 TEST_SRCS := $(wildcard tests/c/*.c)

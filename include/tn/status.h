@@ -20,6 +20,7 @@ extern "C" {
     X(KERNEL_FAILED, "a kernel failed on the device")                         \
     X(FORKED, "the runtime cannot be used in a forked child process")         \
     X(UNSUPPORTED, "unsupported operation")                                   \
+    X(COMM_FAILED, "a collective failed: a peer is missing, late or disagrees") \
     X(INTERNAL, "internal error")
 
 typedef enum tn_status {

@@ -33,5 +33,6 @@
 #include "tn/ctc.h"
 #include "tn/pool.h"
 #include "tn/graph.h"
+#include "tn/ccl.h"
 
 #endif

@@ -97,7 +97,10 @@ int tn_test_failures;
     X(test_gather_kernel)        \
     X(test_graph_fused_region)   \
     X(test_graph_rejects_bad_regions) \
-    X(test_graph_row_sums)
+    X(test_graph_row_sums)       \
+    X(test_ccl_collectives)      \
+    X(test_ccl_point_to_point)   \
+    X(test_ccl_failures)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

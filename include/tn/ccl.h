@@ -1,0 +1,146 @@
+/* Collective communication between the processes of one host (src/ccl/).
+ *
+ * A communicator joins `size` processes, one logical NeuronCore each, that exchange data through
+ * shared memory: every rank owns a segment (a header of counters, two staging slots for the
+ * collectives and one mailbox per peer for point-to-point messages) and maps its peers' segments.
+ * Ranks only write their own segment and read the others'. Bootstrap is the caller's: each rank
+ * creates its segment, tells the others its name (the PyTorch glue does it through the c10d
+ * store), maps theirs with tn_comm_create, and once every rank has mapped every segment, calls
+ * tn_comm_unlink so that no name is left in /dev/shm even if a process is killed later.
+ *
+ * A collective is stream work: tn_comm_launch enqueues it on a stream and returns. It runs when
+ * the stream reaches it and waits for its peers there, never on the host thread. Every rank must
+ * launch the same collectives (kind, dtype, count, root, reduction) in the same order; the first
+ * step of each compares the ranks' descriptions, and a difference fails it on every rank with a
+ * message naming both calls. Each wait has the communicator's deadline: a peer that exited, was
+ * killed or does not arrive in time fails the collective with TN_STATUS_COMM_FAILED and a message
+ * naming the collective, its sequence number and the rank. After a failure the communicator is
+ * aborted: its peers see it at once, and every later collective on it fails.
+ *
+ * Algorithms (ccl/algorithms.c): small all-reduces reduce every rank's copy in rank order (one
+ * step); large ones reduce-scatter then all-gather through the slots, chunk by chunk, so each rank
+ * reduces 1/size of the data; every rank ends with the same bits. Buffers are contiguous arrays
+ * in the process's memory (device memory of the host driver). */
+#ifndef TN_CCL_H
+#define TN_CCL_H
+
+#include <stdint.h>
+
+#include "tn/dtype.h"
+#include "tn/status.h"
+#include "tn/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TN_COMM_MAX_RANKS 64
+#define TN_COMM_NAME_MAX 64
+/* Prefix of the communicators' shared-memory names: /dev/shm/tn_ccl_<pid>_<n>. */
+#define TN_COMM_SHM_PREFIX "tn_ccl_"
+
+typedef struct tn_comm *tn_comm_t;
+typedef struct tn_comm_segment *tn_comm_segment_t;
+typedef struct tn_comm_work *tn_comm_work_t;
+
+typedef enum tn_comm_op {
+    TN_COMM_OP_SUM,
+    TN_COMM_OP_PROD,
+    TN_COMM_OP_MIN,
+    TN_COMM_OP_MAX,
+    TN_COMM_OP_AVG,        /* sum / size (integers: truncated) */
+    TN_COMM_OP_PREMUL_SUM, /* sum of factor * x */
+    TN_COMM_OP_BAND,
+    TN_COMM_OP_BOR,
+    TN_COMM_OP_BXOR,
+    TN_COMM_OP_COUNT_
+} tn_comm_op;
+
+typedef enum tn_coll_kind {
+    TN_COLL_KIND_ALL_REDUCE,     /* recv[count] = op over ranks of send[count] */
+    TN_COLL_KIND_BROADCAST,      /* recv[count] = root's send (root: send == recv allowed) */
+    TN_COLL_KIND_REDUCE,         /* root's recv[count] = op of send; others' recv unused */
+    TN_COLL_KIND_ALL_GATHER,     /* recv[size * count] = every rank's send[count], in rank order */
+    TN_COLL_KIND_REDUCE_SCATTER, /* recv[count] = op over ranks of send[rank * count ..] */
+    TN_COLL_KIND_ALL_TO_ALL,     /* send_counts[j] elements to rank j, recv_counts[j] from j */
+    TN_COLL_KIND_GATHER,         /* root's recv[size * count]; others' recv unused */
+    TN_COLL_KIND_SCATTER,        /* recv[count] = root's send[rank * count ..] */
+    TN_COLL_KIND_BARRIER,
+    TN_COLL_KIND_SEND,           /* count elements of send to rank `peer` */
+    TN_COLL_KIND_RECV,           /* count elements into recv from rank `peer` */
+    TN_COLL_KIND_COUNT_
+} tn_coll_kind;
+
+/* One collective or point-to-point operation. Buffers are contiguous; in-place forms pass the
+ * same buffer (or, for all-gather, send inside recv at rank * count). */
+typedef struct tn_coll {
+    tn_coll_kind kind;
+    tn_dtype dtype;
+    tn_comm_op op;
+    int32_t root;        /* broadcast, reduce, gather, scatter: the root rank */
+    int32_t peer;        /* send, recv */
+    uint64_t count;      /* elements (see tn_coll_kind); all-to-all: unused */
+    double factor;       /* PREMUL_SUM */
+    const void *send;
+    void *recv;
+    /* all-to-all: elements to / from each rank, and where each block starts (elements) */
+    uint64_t send_counts[TN_COMM_MAX_RANKS], send_offsets[TN_COMM_MAX_RANKS];
+    uint64_t recv_counts[TN_COMM_MAX_RANKS], recv_offsets[TN_COMM_MAX_RANKS];
+} tn_coll;
+
+/* Bootstrap: this rank's segment, for a communicator of `size` ranks; `name` receives its name
+ * (at most TN_COMM_NAME_MAX bytes with the NUL). Removes segments that dead processes left. */
+tn_status tn_comm_segment_create(int32_t size, tn_comm_segment_t *segment, char *name);
+/* Unmaps and removes a segment that tn_comm_create did not take over. NULL is ignored. */
+void tn_comm_segment_destroy(tn_comm_segment_t segment);
+
+typedef struct tn_comm_desc {
+    int32_t rank;
+    int32_t size;
+    int64_t timeout_ms;            /* every wait's deadline; 0: 30 minutes */
+    tn_comm_segment_t segment;     /* this rank's, from tn_comm_segment_create (taken over) */
+    const char *const *names;      /* [size]: every rank's segment name (this rank's included) */
+} tn_comm_desc;
+
+/* Maps the peers' segments. Fails with TN_STATUS_COMM_FAILED when a peer's segment cannot be
+ * opened or does not belong to this communicator. */
+tn_status tn_comm_create(const tn_comm_desc *desc, tn_comm_t *comm);
+/* Removes this rank's segment name (the mappings stay): call once every rank has mapped it. */
+tn_status tn_comm_unlink(tn_comm_t comm);
+/* Marks the communicator failed with a reason that its peers and later collectives report. */
+void tn_comm_abort(tn_comm_t comm, const char *why);
+/* Waits for the communicator's pending work to finish, then unmaps everything; peers that wait
+ * for this rank afterwards fail at once. NULL is ignored. */
+void tn_comm_destroy(tn_comm_t comm);
+int32_t tn_comm_rank(tn_comm_t comm);
+int32_t tn_comm_size(tn_comm_t comm);
+/* Collectives that have run (the sequence number of the last one). */
+uint64_t tn_comm_sequence(tn_comm_t comm);
+
+/* Enqueues `n` operations on `stream`, run as one task. Collectives run one after another;
+ * point-to-point operations in one call progress together (so a ring of sends and receives does
+ * not deadlock), as PyTorch's batch_isend_irecv needs. `work` (may be NULL) completes when they
+ * have run, with their status. `name` names the work in errors (a string that outlives it). */
+tn_status tn_comm_launch(tn_comm_t comm, tn_stream_t stream, const char *name, const tn_coll *ops,
+                         int32_t n, tn_comm_work_t work);
+
+/* Completion of launched work, shared by the launch and its owner (reference counted). */
+tn_status tn_comm_work_create(tn_comm_work_t *work);
+void tn_comm_work_release(tn_comm_work_t work);
+/* OK once completed successfully, NOT_READY while pending, the work's failure otherwise. */
+tn_status tn_comm_work_query(tn_comm_work_t work);
+/* Makes `stream` wait for the work (the host does not wait); the work's failure becomes a
+ * failure of the stream, raised at its next synchronisation. */
+tn_status tn_comm_work_wait(tn_comm_work_t work, tn_stream_t stream);
+/* The host waits for the work and returns its status. */
+tn_status tn_comm_work_synchronize(tn_comm_work_t work);
+
+/* The round-trip time of a 64-byte message between two threads through shared memory, as the
+ * communicators' waits do it: the floor of a small collective's latency (bench/collectives.py).
+ * Microseconds, averaged over `iterations`. */
+double tn_comm_pingpong_us(int32_t iterations);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

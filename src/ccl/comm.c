@@ -1,0 +1,380 @@
+/* Communicators: the waits with their deadline, the step protocol (ccl_internal.h), launches as
+ * stream tasks, and the completion objects PyTorch's Work wraps.
+ *
+ * A wait spins on the peer's counter with pauses for a few microseconds (a small collective's
+ * answer usually comes that fast), then yields its CPU, then sleeps in growing naps up to 200 us,
+ * so a rank that waits long for a late peer costs the machine almost nothing. Every few hundred
+ * rounds it looks at the peer: a peer that marked its segment aborted or exited, or whose process
+ * is gone, fails the wait at once; otherwise the deadline does. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <immintrin.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/internal.h"
+#include "ccl_internal.h"
+
+#define PAUSE_ROUNDS 4000
+#define YIELD_ROUNDS 20000
+#define CHECK_EVERY 256
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void tn_wait_begin(tn_wait *w, tn_comm_t comm, const char *what, uint64_t seq) {
+    w->comm = comm;
+    w->what = what;
+    w->seq = seq;
+    w->deadline_ns = now_ns() + comm->timeout_ms * 1000000;
+    w->spins = 0;
+}
+
+static tn_status peer_failure(tn_wait *w, int32_t peer, const char *waiting_for) {
+    tn_comm_t c = w->comm;
+    tn_seg_header *h = c->seg[peer];
+    char msg[512];
+    uint64_t state = tn_load(&h->state.v);
+    if (state == TN_SEG_STATE_ABORTED) {
+        char reason[sizeof h->abort_msg];
+        memcpy(reason, h->abort_msg, sizeof reason);
+        reason[sizeof reason - 1] = 0;
+        snprintf(msg, sizeof msg, "%s #%llu on rank %d: rank %d failed: %s", w->what,
+                 (unsigned long long)w->seq, (int)c->rank, (int)peer, reason);
+        return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
+    }
+    if (state == TN_SEG_STATE_EXITED) {
+        snprintf(msg, sizeof msg,
+                 "%s #%llu on rank %d: rank %d destroyed its process group while this rank waited "
+                 "for %s",
+                 w->what, (unsigned long long)w->seq, (int)c->rank, (int)peer, waiting_for);
+        return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
+    }
+    if (kill(c->pids[peer], 0) != 0 && errno == ESRCH) {
+        snprintf(msg, sizeof msg,
+                 "%s #%llu on rank %d: rank %d (pid %d) exited or was killed while this rank waited "
+                 "for %s",
+                 w->what, (unsigned long long)w->seq, (int)c->rank, (int)peer, (int)c->pids[peer],
+                 waiting_for);
+        return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
+    }
+    if (now_ns() > w->deadline_ns) {
+        snprintf(msg, sizeof msg,
+                 "%s #%llu on rank %d timed out after %lld ms waiting for rank %d's %s (rank %d has "
+                 "started %llu collectives of this group)",
+                 w->what, (unsigned long long)w->seq, (int)c->rank, (long long)c->timeout_ms,
+                 (int)peer, waiting_for, (int)peer, (unsigned long long)tn_load(&h->seq.v));
+        return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
+    }
+    return TN_STATUS_OK;
+}
+
+tn_status tn_wait_round(tn_wait *w, int32_t peer, const char *waiting_for) {
+    uint32_t k = ++w->spins;
+    if (k < PAUSE_ROUNDS) {
+        _mm_pause();
+        return TN_STATUS_OK;
+    }
+    if (k % CHECK_EVERY == 0) {
+        tn_status st = peer_failure(w, peer, waiting_for);
+        if (st != TN_STATUS_OK) return st;
+    }
+    if (k < YIELD_ROUNDS) {
+        sched_yield();
+    } else {
+        long nap = 1000L * (1 + (k - YIELD_ROUNDS) / 64);
+        struct timespec t = {0, nap < 200000 ? nap : 200000};
+        nanosleep(&t, NULL);
+    }
+    return TN_STATUS_OK;
+}
+
+tn_status tn_wait_counter(tn_wait *w, int32_t peer, const uint64_t *counter, uint64_t target,
+                          const char *waiting_for) {
+    w->spins = 0;
+    while (tn_load(counter) < target) {
+        tn_status st = tn_wait_round(w, peer, waiting_for);
+        if (st != TN_STATUS_OK) return st;
+    }
+    return TN_STATUS_OK;
+}
+
+tn_status tn_step_begin(tn_wait *w, uint64_t *step) {
+    tn_comm_t c = w->comm;
+    uint64_t s = c->step + 1;
+    if (s > 2)
+        for (int32_t p = 0; p < c->size; p++) {
+            if (p == c->rank) continue;
+            tn_status st = tn_wait_counter(w, p, &c->seg[p]->done.v, s - 2, "reading of the last data");
+            if (st != TN_STATUS_OK) return st;
+        }
+    c->step = s;
+    *step = s;
+    return TN_STATUS_OK;
+}
+
+void tn_step_publish(tn_comm_t c, uint64_t step) { tn_store(&c->seg[c->rank]->ready.v, step); }
+
+tn_status tn_step_wait_all(tn_wait *w, uint64_t step) {
+    tn_comm_t c = w->comm;
+    for (int32_t p = 0; p < c->size; p++) {
+        if (p == c->rank) continue;
+        tn_status st = tn_wait_counter(w, p, &c->seg[p]->ready.v, step, "data");
+        if (st != TN_STATUS_OK) return st;
+    }
+    return TN_STATUS_OK;
+}
+
+void tn_step_done(tn_comm_t c, uint64_t step) { tn_store(&c->seg[c->rank]->done.v, step); }
+
+tn_status tn_comm_fail(tn_comm_t c, tn_status st, const char *msg) {
+    if (!c->failure[0]) {
+        snprintf(c->failure, sizeof c->failure, "%s", msg);
+        tn_seg_header *h = c->seg[c->rank];
+        snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);
+        tn_store(&h->state.v, TN_SEG_STATE_ABORTED);
+    }
+    return tn_error(st, "%s", msg);
+}
+
+void tn_comm_abort(tn_comm_t c, const char *why) {
+    pthread_mutex_lock(&c->run_lock);
+    tn_comm_fail(c, TN_STATUS_COMM_FAILED, why);
+    pthread_mutex_unlock(&c->run_lock);
+}
+
+/* ---- completion objects ---- */
+
+struct tn_comm_work {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int32_t refs;
+    int32_t done;
+    tn_status status;
+    char msg[512];
+};
+
+tn_status tn_comm_work_create(tn_comm_work_t *out) {
+    tn_comm_work_t w = calloc(1, sizeof *w);
+    if (!w) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a collective's work");
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->refs = 1;
+    *out = w;
+    return TN_STATUS_OK;
+}
+
+static void work_ref(tn_comm_work_t w) {
+    pthread_mutex_lock(&w->lock);
+    w->refs++;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void tn_comm_work_release(tn_comm_work_t w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->lock);
+    int32_t refs = --w->refs;
+    pthread_mutex_unlock(&w->lock);
+    if (refs == 0) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cv);
+        free(w);
+    }
+}
+
+static void work_complete(tn_comm_work_t w, tn_status st, const char *msg) {
+    pthread_mutex_lock(&w->lock);
+    w->status = st;
+    snprintf(w->msg, sizeof w->msg, "%s", msg);
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The work's status with its message set as the last error; the caller holds w->lock. */
+static tn_status work_status_locked(tn_comm_work_t w) {
+    if (!w->done) return TN_STATUS_NOT_READY;
+    return w->status == TN_STATUS_OK ? TN_STATUS_OK : tn_error(w->status, "%s", w->msg);
+}
+
+tn_status tn_comm_work_query(tn_comm_work_t w) {
+    pthread_mutex_lock(&w->lock);
+    tn_status st = work_status_locked(w);
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+tn_status tn_comm_work_synchronize(tn_comm_work_t w) {
+    pthread_mutex_lock(&w->lock);
+    while (!w->done) pthread_cond_wait(&w->cv, &w->lock);
+    tn_status st = work_status_locked(w);
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+typedef struct wait_task {
+    tn_comm_work_t work;
+} wait_task;
+
+static tn_status run_wait(void *p) {
+    tn_comm_work_t w = ((wait_task *)p)->work;
+    tn_status st = tn_comm_work_synchronize(w);
+    tn_comm_work_release(w);
+    return st;
+}
+
+tn_status tn_comm_work_wait(tn_comm_work_t w, tn_stream_t stream) {
+    if (tn_comm_work_query(w) == TN_STATUS_OK) return TN_STATUS_OK;
+    work_ref(w);
+    wait_task t = {w};
+    tn_status st = tn_stream_launch(stream, "c10d::wait", run_wait, &t, sizeof t);
+    if (st != TN_STATUS_OK) tn_comm_work_release(w);
+    return st;
+}
+
+/* ---- launches ---- */
+
+typedef struct launch_task {
+    tn_comm_t comm;
+    const char *name;
+    tn_comm_work_t work;
+    int32_t n;
+    tn_coll ops[];
+} launch_task;
+
+static int is_p2p(tn_coll_kind k) { return k == TN_COLL_KIND_SEND || k == TN_COLL_KIND_RECV; }
+
+static tn_status run_ops(tn_comm_t c, const tn_coll *ops, int32_t n) {
+    if (c->failure[0])
+        return tn_error(TN_STATUS_COMM_FAILED, "the process group failed earlier and cannot be used: %s",
+                        c->failure);
+    for (int32_t i = 0; i < n;) {
+        int32_t j = i;
+        tn_status st;
+        if (is_p2p(ops[i].kind)) {
+            while (j < n && is_p2p(ops[j].kind)) j++;
+            st = tn_ccl_run_p2p(c, ops + i, j - i);
+        } else {
+            j = i + 1;
+            __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+            tn_store(&c->seg[c->rank]->seq.v, c->seq);
+            st = tn_ccl_run_collective(c, ops + i);
+        }
+        if (st != TN_STATUS_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", tn_last_error());
+            return tn_comm_fail(c, st, msg);
+        }
+        i = j;
+    }
+    return TN_STATUS_OK;
+}
+
+static tn_status run_launch(void *p) {
+    launch_task *t = p;
+    tn_comm_t c = t->comm;
+    pthread_mutex_lock(&c->run_lock);
+    tn_status st = run_ops(c, t->ops, t->n);
+    pthread_mutex_unlock(&c->run_lock);
+    if (t->work) {
+        work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
+        tn_comm_work_release(t->work);
+    }
+    __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    return st;
+}
+
+tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, const tn_coll *ops,
+                         int32_t n, tn_comm_work_t work) {
+    if (n < 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: no operation to launch", name);
+    for (int32_t i = 0; i < n; i++) {
+        const tn_coll *o = &ops[i];
+        if ((unsigned)o->kind >= TN_COLL_KIND_COUNT_ || (unsigned)o->op >= TN_COMM_OP_COUNT_ ||
+            tn_dtype_size(o->dtype) <= 0)
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: not a valid operation", name);
+        int32_t who = is_p2p(o->kind) ? o->peer : o->root;
+        if (who < 0 || who >= c->size || (is_p2p(o->kind) && who == c->rank))
+            return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: rank %d is not a %s in a group of %d",
+                            name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)c->size);
+    }
+    size_t bytes = sizeof(launch_task) + (size_t)n * sizeof(tn_coll);
+    launch_task *t = calloc(1, bytes);
+    if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", name);
+    t->comm = c;
+    t->name = name;
+    t->work = work;
+    t->n = n;
+    memcpy(t->ops, ops, (size_t)n * sizeof(tn_coll));
+    if (work) work_ref(work);
+    __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    tn_status st = tn_stream_launch(stream, name, run_launch, t, bytes);
+    free(t);
+    if (st != TN_STATUS_OK && tn_runtime_launch_blocking() == 0) {
+        /* nothing was enqueued */
+        __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+        if (work) tn_comm_work_release(work);
+    }
+    return st;
+}
+
+void tn_comm_destroy(tn_comm_t c) {
+    if (!c) return;
+    while (__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) > 0) {
+        struct timespec t = {0, 100000};
+        nanosleep(&t, NULL);
+    }
+    tn_seg_header *h = c->seg[c->rank];
+    if (tn_load(&h->state.v) == TN_SEG_STATE_LIVE) tn_store(&h->state.v, TN_SEG_STATE_EXITED);
+    tn_comm_unmap(c);
+    pthread_mutex_destroy(&c->run_lock);
+    free(c);
+}
+
+/* ---- the latency floor ---- */
+
+typedef struct pingpong {
+    _Alignas(64) uint64_t ping;
+    _Alignas(64) uint64_t pong;
+    int32_t iterations;
+} pingpong;
+
+static void *pong_main(void *p) {
+    pingpong *pp = p;
+    for (int32_t i = 1; i <= pp->iterations; i++) {
+        while (tn_load(&pp->ping) < (uint64_t)i) _mm_pause();
+        tn_store(&pp->pong, (uint64_t)i);
+    }
+    return NULL;
+}
+
+double tn_comm_pingpong_us(int32_t iterations) {
+    pingpong *pp = aligned_alloc(64, sizeof *pp);
+    if (!pp || iterations < 1) {
+        free(pp);
+        return -1.0;
+    }
+    memset(pp, 0, sizeof *pp);
+    pp->iterations = iterations;
+    pthread_t t;
+    if (pthread_create(&t, NULL, pong_main, pp) != 0) {
+        free(pp);
+        return -1.0;
+    }
+    int64_t start = now_ns();
+    for (int32_t i = 1; i <= iterations; i++) {
+        tn_store(&pp->ping, (uint64_t)i);
+        while (tn_load(&pp->pong) < (uint64_t)i) _mm_pause();
+    }
+    int64_t end = now_ns();
+    pthread_join(t, NULL);
+    free(pp);
+    return (double)(end - start) / 1e3 / iterations;
+}
