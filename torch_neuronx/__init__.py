@@ -38,6 +38,8 @@ def _register():
 
 _register()
 
+from . import distributed  # noqa: E402,F401  (registers the "neuron" c10d backend)
+
 
 def _thread_names():
     for task in os.listdir("/proc/self/task"):

@@ -126,6 +126,7 @@ tn_status tn_comm_launch(tn_comm_t comm, tn_stream_t stream, const char *name, c
 
 /* Completion of launched work, shared by the launch and its owner (reference counted). */
 tn_status tn_comm_work_create(tn_comm_work_t *work);
+void tn_comm_work_retain(tn_comm_work_t work);
 void tn_comm_work_release(tn_comm_work_t work);
 /* OK once completed successfully, NOT_READY while pending, the work's failure otherwise. */
 tn_status tn_comm_work_query(tn_comm_work_t work);

@@ -4,8 +4,14 @@
  * from the environment, read once by the first runtime call:
  *   NEURON_RT_VISIBLE_CORES  "0", "0-3" or "1,3": physical cores this process owns;
  *   NEURON_RT_NUM_CORES      take that many cores, 0..N-1, when no list is given;
- *   LOCAL_RANK               under torchrun, with neither of the above: own core LOCAL_RANK;
- *   otherwise                TN_DEFAULT_NUM_CORES cores (the two of a trn1.2xlarge).
+ *   otherwise                the host's cores: TN_DEFAULT_NUM_CORES physical ones (the two of a
+ *                            trn1.2xlarge); under torchrun (LOCAL_RANK set) at least
+ *                            LOCAL_WORLD_SIZE and LOCAL_RANK + 1 logical cores, so that every
+ *                            process sees every core by its global index;
+ *   LOCAL_RANK               a thread's current device until it sets one (else 0);
+ *   NEURON_LOGICAL_NC_CONFIG "1" (default) or "2": physical cores per logical core; with 2,
+ *                            logical core i is physical cores 2i and 2i+1 with twice the memory
+ *                            (as on trn2), and the lists above name logical cores.
  *   NEURON_RT_DEVICE_MEMORY  capacity of each core, e.g. "16GiB", "512MiB", "1073741824";
  *                            default TN_DEFAULT_DEVICE_MEMORY.
  *   NEURON_LAUNCH_BLOCKING   "1": every launch waits for its work to finish.
@@ -48,7 +54,8 @@ int32_t tn_device_count(void);
 typedef struct tn_device_props {
     char name[32];          /* "NeuronCore-v2" */
     int32_t index;          /* logical index in this process */
-    int32_t physical_core;  /* the core's id on the machine */
+    int32_t physical_core;  /* the core's (first) physical id on the machine */
+    int32_t physical_cores; /* physical cores joined in it (NEURON_LOGICAL_NC_CONFIG) */
     uint64_t total_memory;  /* capacity in bytes */
 } tn_device_props;
 
@@ -57,6 +64,17 @@ tn_status tn_device_get_props(int32_t device, tn_device_props *props);
 /* The calling thread's current device (0 until set). */
 int32_t tn_device_current(void);
 tn_status tn_device_set_current(int32_t device);
+
+/* Distributed processes use one device: once bound (a process group was created on it), making
+ * another device current or allocating on it fails with "Attempted to have more than one device
+ * per process in distributed setup". Binding a second, different device fails the same way. */
+tn_status tn_device_bind(int32_t device);
+void tn_device_unbind(void);
+/* The bound device, or -1. */
+int32_t tn_device_bound(void);
+/* tn_device_check, plus the refusal above. */
+tn_status tn_device_check_bound(int32_t device);
+int32_t tn_device_logical_nc_config(void);
 
 /* Waits for all streams of the device; returns the first pending kernel error. */
 tn_status tn_device_synchronize(int32_t device);

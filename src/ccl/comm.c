@@ -172,7 +172,7 @@ tn_status tn_comm_work_create(tn_comm_work_t *out) {
     return TN_STATUS_OK;
 }
 
-static void work_ref(tn_comm_work_t w) {
+void tn_comm_work_retain(tn_comm_work_t w) {
     pthread_mutex_lock(&w->lock);
     w->refs++;
     pthread_mutex_unlock(&w->lock);
@@ -233,7 +233,7 @@ static tn_status run_wait(void *p) {
 
 tn_status tn_comm_work_wait(tn_comm_work_t w, tn_stream_t stream) {
     if (tn_comm_work_query(w) == TN_STATUS_OK) return TN_STATUS_OK;
-    work_ref(w);
+    tn_comm_work_retain(w);
     wait_task t = {w};
     tn_status st = tn_stream_launch(stream, "c10d::wait", run_wait, &t, sizeof t);
     if (st != TN_STATUS_OK) tn_comm_work_release(w);
@@ -313,7 +313,7 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
     t->work = work;
     t->n = n;
     memcpy(t->ops, ops, (size_t)n * sizeof(tn_coll));
-    if (work) work_ref(work);
+    if (work) tn_comm_work_retain(work);
     __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
     tn_status st = tn_stream_launch(stream, name, run_launch, t, bytes);
     free(t);

@@ -295,7 +295,7 @@ static uint64_t round_size(uint64_t size) {
 
 tn_status tn_memory_alloc(int32_t device, tn_stream_t stream, uint64_t size, void **ptr) {
     *ptr = NULL;
-    tn_status st = tn_device_check(device);
+    tn_status st = tn_device_check_bound(device);
     if (st != TN_STATUS_OK || size == 0) return st;
     if (!stream || tn_stream_device(stream) != device)
         return tn_error(TN_STATUS_INVALID_ARGUMENT, "allocation stream is not on neuron:%d",

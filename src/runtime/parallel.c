@@ -103,6 +103,9 @@ static void *worker(void *arg) {
 static void start(void) {
     const char *env = getenv("TN_NUM_THREADS");
     long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    /* under torchrun the host's CPUs are shared by the local processes (as OMP_NUM_THREADS) */
+    const char *local_world = getenv("LOCAL_WORLD_SIZE");
+    if (!(env && *env) && local_world && atol(local_world) > 1) n /= atol(local_world);
     if (n < 1) n = 1;
     if (n > TN_MAX_THREADS) n = TN_MAX_THREADS;
     pool.nthreads = 1;

@@ -16,6 +16,7 @@
 namespace torch_neuronx {
 void register_compiler(py::module& m);  // compiler/FusedKernels.cpp
 void register_capture(py::module& m);   // compiler/GraphCapture.cpp
+void register_distributed(py::module& m);  // distributed/Bindings.cpp
 
 namespace {
 
@@ -26,6 +27,7 @@ py::dict device_properties(int device) {
   d["name"] = std::string(p.name);
   d["index"] = p.index;
   d["physical_core"] = p.physical_core;
+  d["physical_cores"] = p.physical_cores;
   d["total_memory"] = p.total_memory;
   return d;
 }
@@ -75,6 +77,7 @@ PyObject* default_generator_object(int device) {
 PYBIND11_MODULE(_C, m) {
   torch_neuronx::register_compiler(m);
   torch_neuronx::register_capture(m);
+  torch_neuronx::register_distributed(m);
   using namespace torch_neuronx;
   m.doc() = "TorchNeuron runtime bindings";
   m.def("_init", [] { check(tn_runtime_init(nullptr)); });

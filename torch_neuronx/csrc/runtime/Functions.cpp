@@ -12,6 +12,8 @@ void throw_status(tn_status status) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, msg);
     case TN_STATUS_UNSUPPORTED:
       TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    case TN_STATUS_COMM_FAILED:  // torch.distributed.DistBackendError
+      C10_THROW_ERROR(DistBackendError, msg);
     default:
       TORCH_CHECK(false, msg);
   }
