@@ -473,6 +473,10 @@ def _w_p2p(rank, ws):
         for w in works:
             w.wait()
         check(got, rank_input(peer, n, dtype, salt=71), f"irecv n={n} {dtype}")
+    if BACKEND == "neuron":
+        # like NCCL, the neuron backend needs the source rank and ignores tags (messages between
+        # two ranks arrive in order): the checks below are Gloo features
+        return True
     # recv from any source returns the sender
     if rank == 0:
         dist.send(dev(torch.arange(5)), dst=1)

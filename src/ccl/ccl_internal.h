@@ -83,10 +83,12 @@ struct tn_comm {
     tn_seg_header *seg[TN_COMM_MAX_RANKS]; /* every rank's segment, mapped here */
     size_t seg_bytes;
     pid_t pids[TN_COMM_MAX_RANKS];
-    pthread_mutex_t run_lock; /* one operation at a time (launches may come from two streams) */
+    pthread_mutex_t run_lock;  /* one collective at a time (launches may come from two streams) */
+    pthread_mutex_t send_lock; /* one launch writing the mailboxes at a time */
+    pthread_mutex_t recv_lock; /* one launch reading them */
     uint64_t step;            /* last step taken (every rank has the same) */
     uint64_t seq;             /* collectives run */
-    uint64_t p2p_seq;         /* point-to-point operations run */
+    uint64_t p2p_seq;         /* point-to-point operations run (atomic) */
     int32_t pending;          /* launched tasks not yet run (atomic) */
     char failure[512];        /* first failure (under run_lock), "" while healthy */
 };

@@ -47,20 +47,20 @@ static tn_status peer_failure(tn_wait *w, int32_t peer, const char *waiting_for)
         char reason[sizeof h->abort_msg];
         memcpy(reason, h->abort_msg, sizeof reason);
         reason[sizeof reason - 1] = 0;
-        snprintf(msg, sizeof msg, "%s #%llu on rank %d: rank %d failed: %s", w->what,
+        snprintf(msg, sizeof msg, "%s (sequence #%llu) on rank %d: rank %d failed: %s", w->what,
                  (unsigned long long)w->seq, (int)c->rank, (int)peer, reason);
         return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
     }
     if (state == TN_SEG_STATE_EXITED) {
         snprintf(msg, sizeof msg,
-                 "%s #%llu on rank %d: rank %d destroyed its process group while this rank waited "
+                 "%s (sequence #%llu) on rank %d: rank %d destroyed its process group while this rank waited "
                  "for %s",
                  w->what, (unsigned long long)w->seq, (int)c->rank, (int)peer, waiting_for);
         return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
     }
     if (kill(c->pids[peer], 0) != 0 && errno == ESRCH) {
         snprintf(msg, sizeof msg,
-                 "%s #%llu on rank %d: rank %d (pid %d) exited or was killed while this rank waited "
+                 "%s (sequence #%llu) on rank %d: rank %d (pid %d) exited or was killed while this rank waited "
                  "for %s",
                  w->what, (unsigned long long)w->seq, (int)c->rank, (int)peer, (int)c->pids[peer],
                  waiting_for);
@@ -68,7 +68,7 @@ static tn_status peer_failure(tn_wait *w, int32_t peer, const char *waiting_for)
     }
     if (now_ns() > w->deadline_ns) {
         snprintf(msg, sizeof msg,
-                 "%s #%llu on rank %d timed out after %lld ms waiting for rank %d's %s (rank %d has "
+                 "%s (sequence #%llu) on rank %d timed out after %lld ms waiting for rank %d's %s (rank %d has "
                  "started %llu collectives of this group)",
                  w->what, (unsigned long long)w->seq, (int)c->rank, (long long)c->timeout_ms,
                  (int)peer, waiting_for, (int)peer, (unsigned long long)tn_load(&h->seq.v));
@@ -278,12 +278,25 @@ static tn_status run_ops(tn_comm_t c, const tn_coll *ops, int32_t n) {
     return TN_STATUS_OK;
 }
 
+/* Collectives take the step sequence: one at a time. Point-to-point launches only need their
+ * direction to themselves (a mailbox's writer or its reader), so a receive runs while a send on
+ * another stream waits for its peer: separate isend and irecv calls then do not deadlock. */
 static tn_status run_launch(void *p) {
     launch_task *t = p;
     tn_comm_t c = t->comm;
-    pthread_mutex_lock(&c->run_lock);
+    int sends = 0, recvs = 0, colls = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+        sends += t->ops[i].kind == TN_COLL_KIND_SEND;
+        recvs += t->ops[i].kind == TN_COLL_KIND_RECV;
+    }
+    colls = t->n - sends - recvs;
+    if (colls) pthread_mutex_lock(&c->run_lock);
+    if (sends) pthread_mutex_lock(&c->send_lock);
+    if (recvs) pthread_mutex_lock(&c->recv_lock);
     tn_status st = run_ops(c, t->ops, t->n);
-    pthread_mutex_unlock(&c->run_lock);
+    if (recvs) pthread_mutex_unlock(&c->recv_lock);
+    if (sends) pthread_mutex_unlock(&c->send_lock);
+    if (colls) pthread_mutex_unlock(&c->run_lock);
     if (t->work) {
         work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
         tn_comm_work_release(t->work);
@@ -335,6 +348,8 @@ void tn_comm_destroy(tn_comm_t c) {
     if (tn_load(&h->state.v) == TN_SEG_STATE_LIVE) tn_store(&h->state.v, TN_SEG_STATE_EXITED);
     tn_comm_unmap(c);
     pthread_mutex_destroy(&c->run_lock);
+    pthread_mutex_destroy(&c->send_lock);
+    pthread_mutex_destroy(&c->recv_lock);
     free(c);
 }
 

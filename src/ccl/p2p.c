@@ -73,7 +73,7 @@ tn_status tn_ccl_run_p2p(tn_comm_t c, const tn_coll *ops, int32_t n) {
     }
     for (int32_t i = 0; i < n; i++) {
         uint64_t bytes = ops[i].count * (uint64_t)tn_dtype_size(ops[i].dtype);
-        pr[i] = (progress){bytes, 0, bytes ? (bytes + PAYLOAD - 1) / PAYLOAD : 1, 0, ++c->p2p_seq};
+        pr[i] = (progress){bytes, 0, bytes ? (bytes + PAYLOAD - 1) / PAYLOAD : 1, 0, __atomic_add_fetch(&c->p2p_seq, 1, __ATOMIC_RELAXED)};
     }
     tn_wait w;
     tn_wait_begin(&w, c, "send/recv", pr[0].seq);

@@ -139,6 +139,8 @@ tn_status tn_comm_create(const tn_comm_desc *desc, tn_comm_t *out) {
     c->own = *desc->segment;
     c->seg_bytes = tn_comm_segment_bytes(size);
     pthread_mutex_init(&c->run_lock, NULL);
+    pthread_mutex_init(&c->send_lock, NULL);
+    pthread_mutex_init(&c->recv_lock, NULL);
     c->seg[rank] = c->own.base;
     c->seg[rank]->rank = rank;
     for (int32_t r = 0; r < size; r++) {
@@ -157,6 +159,8 @@ tn_status tn_comm_create(const tn_comm_desc *desc, tn_comm_t *out) {
         for (int32_t r = 0; r < size; r++)
             if (r != rank && c->seg[r]) munmap(c->seg[r], c->seg_bytes);
         pthread_mutex_destroy(&c->run_lock);
+        pthread_mutex_destroy(&c->send_lock);
+        pthread_mutex_destroy(&c->recv_lock);
         free(c); /* the segment stays the caller's */
         return tn_error(st, "%s", msg);
     }

@@ -324,7 +324,7 @@ void test_ccl_failures(void) {
     for (int r = 0; r < 2; r++) {
         CHECK(tn_comm_work_synchronize(w[r]) == TN_STATUS_COMM_FAILED);
         const char *e = tn_last_error();
-        CHECK(strstr(e, "all_reduce #1") != NULL);
+        CHECK(strstr(e, "all_reduce (sequence #1)") != NULL);
         CHECK(strstr(e, "rank 2") != NULL || strstr(e, "failed") != NULL);
         tn_comm_work_release(w[r]);
         tn_stream_synchronize(g.stream[r]);

@@ -6,6 +6,7 @@
 #include <c10/core/StreamGuard.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -39,12 +40,12 @@ ProcessGroupNeuron::ProcessGroupNeuron(const c10::intrusive_ptr<c10d::Store>& st
 
 void ProcessGroupNeuron::eagerConnectSingleDevice(at::Device device) {
   std::lock_guard<std::mutex> g(lock_);
-  if (device.type() == kNeuron && device.has_index()) connect(device.index());
+  if (device.type() == kNeuron && device.has_index()) connect(device.index(), "set-up");
 }
 
 // Joins the peers (every rank of the group calls it, at its first collective or from
 // init_process_group(device_id=...)): segments through the store, then the device binding.
-void ProcessGroupNeuron::connect(c10::DeviceIndex device) {
+void ProcessGroupNeuron::connect(c10::DeviceIndex device, const char* op) {
   if (comm_) return;
   TORCH_CHECK(!shut_down_, "the process group was destroyed or aborted");
   if (device < 0) device = device_ >= 0 ? device_ : current_device();
@@ -62,7 +63,15 @@ void ProcessGroupNeuron::connect(c10::DeviceIndex device) {
     store_->set("tn_ccl/segment/" + std::to_string(rank), std::string(name));
     store_->set("tn_ccl/host/" + std::to_string(rank), host);
     for (int r = 0; r < size; r++) {
-      auto h = store_->get("tn_ccl/host/" + std::to_string(r));
+      std::vector<uint8_t> h;
+      try {
+        h = store_->get("tn_ccl/host/" + std::to_string(r));
+      } catch (const c10::DistStoreError& e) {
+        C10_THROW_ERROR(DistBackendError,
+                        c10::str(op, " (sequence #1) on rank ", rank, ": rank ", r, " did not join the process group within ",
+                                 timeout.count(), " ms (it exited, or never reached its first collective): ",
+                                 e.what_without_backtrace()));
+      }
       std::string peer_host(h.begin(), h.end());
       TORCH_CHECK_NOT_IMPLEMENTED(
           peer_host == host, "the neuron backend's groups run within one host for now: rank ", r,
@@ -93,9 +102,17 @@ void ProcessGroupNeuron::connect(c10::DeviceIndex device) {
   std::vector<std::string> mapped;
   store_->set("tn_ccl/mapped/" + std::to_string(rank), "1");
   for (int r = 0; r < size; r++) mapped.push_back("tn_ccl/mapped/" + std::to_string(r));
-  store_->wait(mapped, timeout);
+  try {
+    store_->wait(mapped, timeout);
+  } catch (const c10::DistStoreError& e) {
+    tn_comm_destroy(comm_);
+    comm_ = nullptr;
+    C10_THROW_ERROR(DistBackendError, c10::str(op, " (sequence #1) on rank ", rank, ": a rank left during set-up: ",
+                                               e.what_without_backtrace()));
+  }
   tn_comm_unlink(comm_);
   check(tn_stream_from_pool(device, -1, &stream_));
+  check(tn_stream_from_pool(device, -1, &send_stream_));
   check(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &ready_));
 }
 
@@ -131,7 +148,7 @@ bool ProcessGroupNeuron::check_tensor(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.device().type() == kNeuron, op, ": tensors must be on neuron (or the CPU), not ", t.device());
   if (!comm_) {  // the group's first collective binds the core its tensors are on
     std::lock_guard<std::mutex> g(lock_);
-    connect(t.device().index());
+    connect(t.device().index(), op);
   }
   TORCH_CHECK(t.device().index() == device_,
               "Attempted to have more than one device per process in distributed setup: ", op,
@@ -213,7 +230,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
                                                           std::vector<at::Tensor> outputs, bool cpu,
                                                           bool blocking) {
   std::lock_guard<std::mutex> g(lock_);
-  connect(-1);
+  connect(-1, name);
   if (coalescing_) {
     coalesced_ops_.insert(coalesced_ops_.end(), ops.begin(), ops.end());
     coalesced_tensors_->keep.insert(coalesced_tensors_->keep.end(), tensors->keep.begin(), tensors->keep.end());
@@ -226,14 +243,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
                                            std::move(outputs), false, 0);
   }
   release_finished();
-  tn_stream_t s = stream_;
+  bool sends_only = std::all_of(ops.begin(), ops.end(), [](const tn_coll& c) { return c.kind == TN_COLL_KIND_SEND; });
+  tn_stream_t s = sends_only ? send_stream_ : stream_;
   if (!cpu) {
     tn_stream_t cur = current_stream(device_);
     if (tn_capture_active()) {
       s = cur;  // a recording: the collective is part of it
     } else {
       check(tn_event_record(ready_, cur));
-      check(tn_stream_wait_event(stream_, ready_));
+      check(tn_stream_wait_event(s, ready_));
     }
   }
   tn_comm_work_t w = nullptr;

@@ -150,14 +150,16 @@ class ProcessGroupNeuron : public c10d::Backend {
   tn_coll make(tn_coll_kind kind, const at::Tensor& send, const at::Tensor& recv, uint64_t count) const;
   void set_reduction(tn_coll& c, const c10d::ReduceOp& op, const at::Tensor& t) const;
   void release_finished();
-  void connect(c10::DeviceIndex device);  // under lock_
+  void connect(c10::DeviceIndex device, const char* op);  // under lock_; `op` names the first collective
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
   c10::DeviceIndex device_;
   tn_comm_t comm_ = nullptr;  // made by the first collective (connect)
   bool shut_down_ = false;
-  tn_stream_t stream_ = nullptr;  // the group's stream
+  tn_stream_t stream_ = nullptr;       // the group's stream
+  tn_stream_t send_stream_ = nullptr;  // sends outside a batch: they wait for their receiver
+                                       // while the group's stream runs this rank's receives
   tn_event_t ready_ = nullptr;    // the caller's stream up to a launch
   std::mutex lock_;
   std::deque<std::pair<tn_comm_work_t, std::shared_ptr<CollectiveTensors>>> in_flight_;
