@@ -113,7 +113,6 @@ void ProcessGroupNeuron::connect(c10::DeviceIndex device, const char* op) {
   tn_comm_unlink(comm_);
   check(tn_stream_from_pool(device, -1, &stream_));
   check(tn_stream_from_pool(device, -1, &send_stream_));
-  check(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &ready_));
 }
 
 ProcessGroupNeuron::~ProcessGroupNeuron() { shutdown(); }
@@ -126,8 +125,6 @@ void ProcessGroupNeuron::shutdown() {
   comm_ = nullptr;
   for (auto& p : in_flight_) tn_comm_work_release(p.first);
   in_flight_.clear();
-  if (ready_) tn_event_destroy(ready_);
-  ready_ = nullptr;
 }
 
 void ProcessGroupNeuron::abort() {
@@ -250,8 +247,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
     if (tn_capture_active()) {
       s = cur;  // a recording: the collective is part of it
     } else {
-      check(tn_event_record(ready_, cur));
-      check(tn_stream_wait_event(s, ready_));
+      // an event per launch: one event re-recorded on several callers' streams (FSDP2 launches
+      // from two) could let a wait pass on another stream's later record
+      tn_event_t ready = nullptr;
+      check(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &ready));
+      tn_status rs = tn_event_record(ready, cur);
+      if (rs == TN_STATUS_OK) rs = tn_stream_wait_event(s, ready);
+      tn_event_destroy(ready);  // safe while the record and the wait are pending
+      check(rs);
     }
   }
   tn_comm_work_t w = nullptr;

@@ -160,7 +160,6 @@ class ProcessGroupNeuron : public c10d::Backend {
   tn_stream_t stream_ = nullptr;       // the group's stream
   tn_stream_t send_stream_ = nullptr;  // sends outside a batch: they wait for their receiver
                                        // while the group's stream runs this rank's receives
-  tn_event_t ready_ = nullptr;    // the caller's stream up to a launch
   std::mutex lock_;
   std::deque<std::pair<tn_comm_work_t, std::shared_ptr<CollectiveTensors>>> in_flight_;
   // startCoalescing .. endCoalescing: the operations gathered
