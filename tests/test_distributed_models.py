@@ -462,3 +462,20 @@ def test_dcp_reload_into_fsdp2_and_resume(dcp_run):
     for r, rr in enumerate(ranks):
         orig, reloaded = rr["resumed/losses"]
         assert_close(reloaded, orig, **TOL[torch.float32], msg=lambda m: f"rank {r} loss: {m}")
+
+
+# ---------------------------------------------------------------- tensor-parallel generate
+
+@pytest.mark.skipif(BACKEND != "neuron", reason="the script initializes backend 'neuron'")
+def test_tp_generate_matches_single_process_cpu(tmp_path):
+    """examples/tp_generate.py (static cache, compiled decode, DistributedConfig(tp_size=2))
+    under torchrun gives the greedy tokens of one CPU process."""
+    spec = importlib.util.spec_from_file_location(
+        "make_tiny_qwen3", os.path.join(os.path.dirname(SCRIPTS), "..", "examples", "make_tiny_qwen3.py"))
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    path = str(tmp_path / "tiny-qwen3")
+    maker.make(path)
+    expected = maker.reference(path)
+    result, _ = torchrun("tp_generate.py", nproc=2, args=(path,), timeout=400)
+    assert result["tokens"] == expected
