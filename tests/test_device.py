@@ -125,12 +125,17 @@ def test_visible_cores_and_defaults():
         ({"NEURON_RT_VISIBLE_CORES": "0-3"}, "4 [0, 1, 2, 3] 17179869184"),
         ({"NEURON_RT_VISIBLE_CORES": "1,3"}, "2 [1, 3] 17179869184"),
         ({"NEURON_RT_NUM_CORES": "3"}, "3 [0, 1, 2] 17179869184"),
-        ({"LOCAL_RANK": "5"}, "1 [5] 17179869184"),
+        # under torchrun every process sees the host's cores (at least one per local rank)
+        ({"LOCAL_RANK": "5"}, "6 [0, 1, 2, 3, 4, 5] 17179869184"),
+        ({"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"}, "4 [0, 1, 2, 3] 17179869184"),
         ({"LOCAL_RANK": "5", "NEURON_RT_VISIBLE_CORES": "2"}, "1 [2] 17179869184"),
+        # two physical cores per logical core, with twice the memory
+        ({"NEURON_LOGICAL_NC_CONFIG": "2", "NEURON_RT_NUM_CORES": "2"}, "2 [0, 2] 34359738368"),
         ({"NEURON_RT_DEVICE_MEMORY": "512MiB"}, "2 [0, 1] 536870912"),
     ]
     for env, expected in cases:
-        base = {"NEURON_RT_VISIBLE_CORES": "", "NEURON_RT_NUM_CORES": "", "LOCAL_RANK": ""}
+        base = {"NEURON_RT_VISIBLE_CORES": "", "NEURON_RT_NUM_CORES": "", "LOCAL_RANK": "",
+                "LOCAL_WORLD_SIZE": "", "NEURON_LOGICAL_NC_CONFIG": ""}
         base.update(env)
         r = run_python(code, env=base)
         assert r.returncode == 0, (env, r.stderr)
@@ -198,3 +203,30 @@ def test_spawned_child_uses_the_device():
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_torchrun_binding_and_one_device_per_distributed_process():
+    """Under torchrun a process starts on core LOCAL_RANK; once its process group has bound a
+    core, another core is refused with TorchNeuron's message."""
+    code = """
+        import datetime, torch, torch.distributed as dist
+        print(torch.neuron.current_device(), torch.neuron.device_count())
+        dist.init_process_group("neuron", rank=0, world_size=1, timeout=datetime.timedelta(seconds=20))
+        x = torch.ones(3, device="neuron")
+        dist.all_reduce(x)
+        try:
+            torch.ones(1, device="neuron:0")
+        except RuntimeError as e:
+            print("refused:", "more than one device per process" in str(e))
+        print(x.cpu().tolist())
+        dist.destroy_process_group()
+    """
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "NEURON_RT_VISIBLE_CORES": "", "NEURON_RT_NUM_CORES": ""}
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == ["1 2", "refused: True", "[1.0, 1.0, 1.0]"], r.stdout
