@@ -1009,3 +1009,31 @@ def test_four_ranks_all_to_all_and_objects():
     """4 ranks: the all_to_all and object-collective runs of the 2-rank tests."""
     run_ranks(_w_all_to_all, world_size=4, timeout=600, args=(False,))
     run_ranks(_w_objects, world_size=4, timeout=600)
+
+
+# ----------------------------------------------------------------------------------------------
+# functional collectives inside torch.compile(backend="neuron"), recorded and replayed
+
+def _w_compiled_functional(rank, ws):
+    import torch.distributed._functional_collectives as fc
+    init(rank, ws)
+
+    def step(x):
+        y = fc.all_reduce(torch.relu(x) * 2, "sum", dist.group.WORLD)
+        z = fc.all_gather_tensor(y + 1, 0, dist.group.WORLD)
+        return z.view(ws, -1).sum(0)
+
+    compiled = torch.compile(step, backend="neuron")
+    for i in range(5):  # the third call on replays the recorded launches, collectives included
+        x = dev(torch.arange(6, dtype=torch.float32) + rank + i)
+        got = compiled(x)
+        y = sum(torch.relu(torch.arange(6.0) + k + i) * 2 for k in range(ws))
+        check(got, (y + 1) * ws, f"compiled functional collectives, call {i}")
+    import torch_neuronx
+    return torch_neuronx.get_dynamo_metrics()["replays"]
+
+
+@pytest.mark.skipif(BACKEND != "neuron", reason="torch.compile(backend='neuron') needs the device")
+def test_functional_collectives_compiled_and_replayed():
+    replays = run_ranks(_w_compiled_functional, timeout=300)
+    assert all(r >= 2 for r in replays), replays
