@@ -479,3 +479,81 @@ def test_tp_generate_matches_single_process_cpu(tmp_path):
     expected = maker.reference(path)
     result, _ = torchrun("tp_generate.py", nproc=2, args=(path,), timeout=400)
     assert result["tokens"] == expected
+
+
+# ---------------------------------------------------------------- two hosts on one machine
+
+def _torchrun_nodes(script, nodes, nproc, args, timeout):
+    """`nodes` torchrun launchers on localhost, node k with TORCH_NEURONX_DIST_HOST=host<k>, so
+    that the backend treats them as separate hosts. Returns (rank 0's result, output)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = _free_port()
+        procs, logs = [], []
+        for k in range(nodes):
+            cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+                   f"--nnodes={nodes}", f"--node_rank={k}", "--master_addr=127.0.0.1",
+                   f"--master_port={port}", os.path.join(SCRIPTS, script), *map(str, args)]
+            logs.append(os.path.join(tmp, f"node{k}.txt"))
+            with open(logs[-1], "w") as log:
+                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                              env=_child_env({"TORCH_NEURONX_DIST_HOST": f"host{k}"}),
+                                              start_new_session=True))
+        failed = None
+        try:
+            for k, proc in enumerate(procs):
+                proc.wait(timeout=timeout)
+                if proc.returncode != 0:
+                    failed = f"node {k} exited with {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            failed = f"timed out after {timeout}s"
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    _kill_tree(proc)
+        outs = []
+        for path in logs:
+            with open(path, errors="replace") as f:
+                outs.append(f.read())
+    if failed:
+        pytest.fail(f"{script} on {nodes} hosts: {failed}:\n" +
+                    "\n".join(f"--- node {k}\n{_tail(o)}" for k, o in enumerate(outs)))
+    lines = [line for line in outs[0].splitlines() if line.startswith(RESULT_PREFIX)]
+    assert lines, outs[0]
+    return json.loads(lines[-1][len(RESULT_PREFIX):]), outs
+
+
+@pytest.mark.skipif(BACKEND != "neuron", reason="TORCH_NEURONX_DIST_HOST is the neuron backend's")
+def test_two_hosts_collectives(tmp_path):
+    """A group over two "hosts" of 2 ranks each (torchrun --nnodes=2 on localhost): every
+    collective against its definition on every rank."""
+    hosts, per_host = 2, 2
+    world = hosts * per_host
+    result, _ = _torchrun_nodes("two_hosts.py", hosts, per_host, (tmp_path,), timeout=240)
+    assert result["objects"] == [{"rank": r} for r in range(world)]
+    ranks = load_ranks(tmp_path, world)
+    data = script_module("two_hosts").data
+    for rank, got in enumerate(ranks):
+        def check(key, expected):
+            assert_close(got[key], expected, **EXACT, msg=lambda m: f"rank {rank} {key}: {m}")
+        for n in (0, 1, 1000, 70_000):
+            check(f"all_reduce_sum_{n}", sum(data(r, n) for r in range(world)))
+        check("all_reduce_avg", sum(data(r, 33) for r in range(world)) / world)
+        check("all_reduce_max", data(world - 1, 33))
+        check("all_reduce_bool", torch.stack([data(r, 17, torch.int64) % 3 == 0 for r in range(world)]).any(0))
+        check("all_reduce_bf16", sum(data(r, 20, torch.bfloat16).float() for r in range(world)).bfloat16())
+        for root in range(world):
+            check(f"broadcast_{root}", data(root, 21))
+            if rank == root:
+                check(f"reduce_{root}", sum(data(r, 21) for r in range(world)))
+        check("all_gather", torch.cat([data(r, 13) for r in range(world)]))
+        check("reduce_scatter", sum(data(r, 9 * world) for r in range(world))[9 * rank:9 * rank + 9])
+        blocks = []
+        for src in range(world):
+            rows = data(src, 3 * sum(j + 1 for j in range(world))).view(-1, 3)
+            start = sum(j + 1 for j in range(rank))
+            blocks.append(rows[start:start + rank + 1])
+        check("all_to_all", torch.cat(blocks))
+        if rank == 0:
+            check("gather", torch.stack([data(r, 5) for r in range(world)]))
+        check("scatter", data(rank, 4))
+        check("ring", data((rank - 1) % world, 6))

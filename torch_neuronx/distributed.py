@@ -27,6 +27,12 @@ def _create_backend(dist_backend_opts, backend_options):
                                  dist_backend_opts.group_size, timeout, -1)
 
 
+def _gloo_group(store, rank, size, timeout):
+    """A Gloo group for a neuron group that spans hosts (the C++ backend asks for two: one
+    among the ranks of its local index on every host, one among all ranks)."""
+    return dist.ProcessGroupGloo(store, rank, size, timeout)
+
+
 def _register():
     if not dist.is_available() or BACKEND in dist.Backend.backend_list:
         return

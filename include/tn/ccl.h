@@ -1,4 +1,4 @@
-/* Collective communication between the processes of one host (src/ccl/).
+/* Collective communication between the processes of a host, and across hosts (src/ccl/).
  *
  * A communicator joins `size` processes, one logical NeuronCore each, that exchange data through
  * shared memory: every rank owns a segment (a header of counters, two staging slots for the
@@ -20,7 +20,12 @@
  * Algorithms (ccl/algorithms.c): small all-reduces reduce every rank's copy in rank order (one
  * step); large ones reduce-scatter then all-gather through the slots, chunk by chunk, so each rank
  * reduces 1/size of the data; every rank ends with the same bits. Buffers are contiguous arrays
- * in the process's memory (device memory of the host driver). */
+ * in the process's memory (device memory of the host driver).
+ *
+ * Across hosts (ccl/hierarchy.c, tn_comm_net): shared memory within each host and the caller's
+ * network between the ranks of the same local index on each host, for all_reduce, reduce,
+ * reduce_scatter, broadcast and all_gather; the other operations go over the network among all
+ * ranks. */
 #ifndef TN_CCL_H
 #define TN_CCL_H
 
@@ -94,12 +99,37 @@ tn_status tn_comm_segment_create(int32_t size, tn_comm_segment_t *segment, char 
 /* Unmaps and removes a segment that tn_comm_create did not take over. NULL is ignored. */
 void tn_comm_segment_destroy(tn_comm_segment_t segment);
 
+/* Between hosts the communicator does not move bytes itself: the caller lends it a network (the
+ * PyTorch glue: Gloo groups over TCP). Ranks are numbered host by host, as torchrun numbers them:
+ * rank = host * ranks_per_host + local rank. `cross` calls run among the ranks of this rank's local
+ * index on every host (one per host, numbered by host); `world` runs operations among all ranks
+ * of every host. Each call blocks until done and returns 0, or fills `error` (TN_COMM_ERROR_MAX
+ * bytes) and returns -1. Buffers are contiguous host memory. */
+#define TN_COMM_ERROR_MAX 512
+typedef struct tn_comm_net {
+    void *ctx;
+    int32_t hosts;  /* > 1 */
+    int32_t host;   /* this rank's host, 0 .. hosts - 1 */
+    /* cross: buf[count] = op over hosts (AVG and PREMUL_SUM are not asked for) */
+    int (*all_reduce)(void *ctx, void *buf, uint64_t count, tn_dtype dtype, tn_comm_op op, char *error);
+    /* cross: buf = root host's buf */
+    int (*broadcast)(void *ctx, void *buf, uint64_t bytes, int32_t root_host, char *error);
+    /* cross: recv[hosts * bytes] = every host's send[bytes], by host (send may lie inside recv) */
+    int (*all_gather)(void *ctx, const void *send, void *recv, uint64_t bytes, char *error);
+    /* world: gather, scatter, all-to-all, barrier, or send and receive operations (progressed
+     * together), with roots and peers numbered over all ranks */
+    int (*world)(void *ctx, const tn_coll *ops, int32_t n, char *error);
+    /* called once, when the communicator is destroyed */
+    void (*destroy)(void *ctx);
+} tn_comm_net;
+
 typedef struct tn_comm_desc {
-    int32_t rank;
-    int32_t size;
+    int32_t rank;                  /* within this host */
+    int32_t size;                  /* ranks on this host */
     int64_t timeout_ms;            /* every wait's deadline; 0: 30 minutes */
     tn_comm_segment_t segment;     /* this rank's, from tn_comm_segment_create (taken over) */
-    const char *const *names;      /* [size]: every rank's segment name (this rank's included) */
+    const char *const *names;      /* [size]: every local rank's segment name (this rank's included) */
+    const tn_comm_net *net;        /* NULL: every rank is on this host */
 } tn_comm_desc;
 
 /* Maps the peers' segments. Fails with TN_STATUS_COMM_FAILED when a peer's segment cannot be
@@ -112,6 +142,7 @@ void tn_comm_abort(tn_comm_t comm, const char *why);
 /* Waits for the communicator's pending work to finish, then unmaps everything; peers that wait
  * for this rank afterwards fail at once. NULL is ignored. */
 void tn_comm_destroy(tn_comm_t comm);
+/* Over every host: rank = host * ranks per host + local rank, size = hosts * ranks per host. */
 int32_t tn_comm_rank(tn_comm_t comm);
 int32_t tn_comm_size(tn_comm_t comm);
 /* Collectives that have run (the sequence number of the last one). */

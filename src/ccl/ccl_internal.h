@@ -77,7 +77,9 @@ struct tn_comm_segment {
 };
 
 struct tn_comm {
-    int32_t rank, size;
+    int32_t rank, size;       /* within this host: the segments' ranks */
+    int32_t hosts, host;      /* 1, 0 unless the communicator spans hosts */
+    tn_comm_net net;          /* hosts > 1: the caller's network (hierarchy.c) */
     int64_t timeout_ms;
     struct tn_comm_segment own;
     tn_seg_header *seg[TN_COMM_MAX_RANKS]; /* every rank's segment, mapped here */
@@ -145,8 +147,13 @@ tn_status tn_comm_fail(tn_comm_t c, tn_status st, const char *msg);
 
 /* ---- algorithms (algorithms.c, p2p.c) ---- */
 
-/* Runs one collective (not send or recv); c->seq is already its sequence number. */
+/* Starts the host's next collective: its sequence number goes up by one. */
+void tn_comm_next_seq(tn_comm_t c);
+/* Runs one collective among this host's ranks (not send or recv); tn_comm_next_seq was called. */
 tn_status tn_ccl_run_collective(tn_comm_t c, const tn_coll *op);
+/* Runs one collective or a batch of send and receive operations over every host (hierarchy.c);
+ * ranks in `ops` are numbered over all hosts. */
+tn_status tn_ccl_run_hierarchical(tn_comm_t c, const tn_coll *ops, int32_t n);
 /* Runs send and receive operations together. */
 tn_status tn_ccl_run_p2p(tn_comm_t c, const tn_coll *ops, int32_t n);
 

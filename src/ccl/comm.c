@@ -252,20 +252,25 @@ typedef struct launch_task {
 
 static int is_p2p(tn_coll_kind k) { return k == TN_COLL_KIND_SEND || k == TN_COLL_KIND_RECV; }
 
+void tn_comm_next_seq(tn_comm_t c) {
+    __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+    tn_store(&c->seg[c->rank]->seq.v, c->seq);
+}
+
 static tn_status run_ops(tn_comm_t c, const tn_coll *ops, int32_t n) {
     if (c->failure[0])
         return tn_error(TN_STATUS_COMM_FAILED, "the process group failed earlier and cannot be used: %s",
                         c->failure);
     for (int32_t i = 0; i < n;) {
-        int32_t j = i;
+        int32_t j = i + 1;
         tn_status st;
         if (is_p2p(ops[i].kind)) {
             while (j < n && is_p2p(ops[j].kind)) j++;
-            st = tn_ccl_run_p2p(c, ops + i, j - i);
+            st = c->hosts > 1 ? tn_ccl_run_hierarchical(c, ops + i, j - i) : tn_ccl_run_p2p(c, ops + i, j - i);
+        } else if (c->hosts > 1) {
+            st = tn_ccl_run_hierarchical(c, ops + i, 1);
         } else {
-            j = i + 1;
-            __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
-            tn_store(&c->seg[c->rank]->seq.v, c->seq);
+            tn_comm_next_seq(c);
             st = tn_ccl_run_collective(c, ops + i);
         }
         if (st != TN_STATUS_OK) {
@@ -313,10 +318,10 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
         if ((unsigned)o->kind >= TN_COLL_KIND_COUNT_ || (unsigned)o->op >= TN_COMM_OP_COUNT_ ||
             tn_dtype_size(o->dtype) <= 0)
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: not a valid operation", name);
-        int32_t who = is_p2p(o->kind) ? o->peer : o->root;
-        if (who < 0 || who >= c->size || (is_p2p(o->kind) && who == c->rank))
+        int32_t who = is_p2p(o->kind) ? o->peer : o->root, size = tn_comm_size(c);
+        if (who < 0 || who >= size || (is_p2p(o->kind) && who == tn_comm_rank(c)))
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: rank %d is not a %s in a group of %d",
-                            name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)c->size);
+                            name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)size);
     }
     size_t bytes = sizeof(launch_task) + (size_t)n * sizeof(tn_coll);
     launch_task *t = calloc(1, bytes);
@@ -347,6 +352,7 @@ void tn_comm_destroy(tn_comm_t c) {
     tn_seg_header *h = c->seg[c->rank];
     if (tn_load(&h->state.v) == TN_SEG_STATE_LIVE) tn_store(&h->state.v, TN_SEG_STATE_EXITED);
     tn_comm_unmap(c);
+    if (c->hosts > 1 && c->net.destroy) c->net.destroy(c->net.ctx);
     pthread_mutex_destroy(&c->run_lock);
     pthread_mutex_destroy(&c->send_lock);
     pthread_mutex_destroy(&c->recv_lock);

@@ -133,8 +133,20 @@ tn_status tn_comm_create(const tn_comm_desc *desc, tn_comm_t *out) {
                         (int)rank, (int)size);
     tn_comm_t c = calloc(1, sizeof *c);
     if (!c) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for a communicator");
+    if (desc->net && (desc->net->hosts < 2 || desc->net->host < 0 || desc->net->host >= desc->net->hosts ||
+                      !desc->net->all_reduce || !desc->net->broadcast || !desc->net->all_gather ||
+                      !desc->net->world || (int64_t)desc->net->hosts * size > TN_COMM_MAX_RANKS)) {
+        free(c);
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "not a valid network for a communicator across hosts");
+    }
     c->rank = rank;
     c->size = size;
+    c->hosts = 1;
+    if (desc->net) {
+        c->net = *desc->net;
+        c->hosts = desc->net->hosts;
+        c->host = desc->net->host;
+    }
     c->timeout_ms = desc->timeout_ms > 0 ? desc->timeout_ms : 30 * 60 * 1000;
     c->own = *desc->segment;
     c->seg_bytes = tn_comm_segment_bytes(size);
@@ -177,8 +189,8 @@ tn_status tn_comm_unlink(tn_comm_t c) {
     return TN_STATUS_OK;
 }
 
-int32_t tn_comm_rank(tn_comm_t c) { return c->rank; }
-int32_t tn_comm_size(tn_comm_t c) { return c->size; }
+int32_t tn_comm_rank(tn_comm_t c) { return c->host * c->size + c->rank; }
+int32_t tn_comm_size(tn_comm_t c) { return c->hosts * c->size; }
 uint64_t tn_comm_sequence(tn_comm_t c) { return __atomic_load_n(&c->seq, __ATOMIC_RELAXED); }
 
 void tn_comm_unmap(tn_comm_t c) {

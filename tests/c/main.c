@@ -100,7 +100,8 @@ int tn_test_failures;
     X(test_graph_row_sums)       \
     X(test_ccl_collectives)      \
     X(test_ccl_point_to_point)   \
-    X(test_ccl_failures)
+    X(test_ccl_failures)          \
+    X(test_ccl_across_hosts)
 
 #define DECLARE(name) void name(void);
 TN_TESTS(DECLARE)

@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 #include <torch/extension.h>
 
+#include "distributed/HostNetwork.h"
 #include "distributed/ProcessGroupNeuron.h"
 #include "runtime/Functions.h"
 
@@ -15,6 +16,13 @@ void register_distributed(py::module& m) {
   m.def("_init_distributed", [m]() mutable {
     if (py::hasattr(m, "ProcessGroupNeuron")) return;
     py::module::import("torch.distributed");
+    // groups that span hosts cross them through Gloo groups that Python makes
+    set_gloo_factory([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                        std::chrono::milliseconds timeout) {
+      py::gil_scoped_acquire gil;
+      py::object pg = py::module::import("torch_neuronx.distributed").attr("_gloo_group")(store, rank, size, timeout);
+      return pg.cast<c10::intrusive_ptr<c10d::Backend>>();
+    });
     py::class_<ProcessGroupNeuron, c10d::Backend, c10::intrusive_ptr<ProcessGroupNeuron>>(m, "ProcessGroupNeuron")
         .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                          std::chrono::milliseconds timeout, int device) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "aten/TensorView.h"
+#include "distributed/HostNetwork.h"
 #include "runtime/Functions.h"
 
 namespace torch_neuronx {
@@ -29,13 +30,34 @@ std::string host_name() {
 
 uint64_t elements(const at::Tensor& t) { return static_cast<uint64_t>(t.numel()); }
 
+// The ranks each host has: the group must number its ranks host by host with as many on every
+// host (as torchrun numbers them), so that the hierarchical collectives can pair them up.
+int ranks_per_host(const std::vector<std::string>& hosts) {
+  int size = static_cast<int>(hosts.size()), local = 0;
+  while (local < size && hosts[local] == hosts[0]) local++;
+  bool regular = size % local == 0;
+  for (int r = 0; regular && r < size; r++) {
+    regular = hosts[r] == hosts[r - r % local];
+    for (int b = 0; regular && b < r - r % local; b += local) regular = hosts[b] != hosts[r];
+  }
+  if (!regular) {
+    std::string layout;
+    for (int r = 0; r < size; r++) layout += c10::str(r ? ", " : "", r, ": ", hosts[r]);
+    TORCH_CHECK_NOT_IMPLEMENTED(false,
+                                "the neuron backend spans hosts when the group numbers its ranks host by host with "
+                                "as many on every host (as torchrun does); this group's ranks are on ",
+                                layout);
+  }
+  return local;
+}
+
 }  // namespace
 
 ProcessGroupNeuron::ProcessGroupNeuron(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        std::chrono::milliseconds timeout, c10::DeviceIndex device)
     : Backend(rank, size), store_(store), timeout_(timeout), device_(device) {
   TORCH_CHECK(size <= TN_COMM_MAX_RANKS, "the neuron backend runs groups of up to ", TN_COMM_MAX_RANKS,
-              " ranks on one host, not ", size);
+              " ranks, not ", size);
 }
 
 void ProcessGroupNeuron::eagerConnectSingleDevice(at::Device device) {
@@ -54,48 +76,53 @@ void ProcessGroupNeuron::connect(c10::DeviceIndex device, const char* op) {
   set_device(device);
   int rank = getRank(), size = getSize();
   auto timeout = timeout_;
+  // first where every rank runs: that decides how many share this host's shared memory
+  std::vector<std::string> names(size), hosts(size);
+  store_->set("tn_ccl/host/" + std::to_string(rank), host_name());
+  for (int r = 0; r < size; r++) {
+    std::vector<uint8_t> h;
+    try {
+      h = store_->get("tn_ccl/host/" + std::to_string(r));
+    } catch (const c10::DistStoreError& e) {
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str(op, " (sequence #1) on rank ", rank, ": rank ", r, " did not join the process group within ",
+                               timeout.count(), " ms (it exited, or never reached its first collective): ",
+                               e.what_without_backtrace()));
+    }
+    hosts[r].assign(h.begin(), h.end());
+  }
+  const int local_size = ranks_per_host(hosts);
+  const int first = rank - rank % local_size;
   tn_comm_segment_t segment = nullptr;
   char name[TN_COMM_NAME_MAX];
-  check(tn_comm_segment_create(size, &segment, name));
-  std::vector<std::string> names(size);
+  check(tn_comm_segment_create(local_size, &segment, name));
+  tn_comm_net net{};
   try {
-    const std::string host = host_name();
     store_->set("tn_ccl/segment/" + std::to_string(rank), std::string(name));
-    store_->set("tn_ccl/host/" + std::to_string(rank), host);
-    for (int r = 0; r < size; r++) {
-      std::vector<uint8_t> h;
-      try {
-        h = store_->get("tn_ccl/host/" + std::to_string(r));
-      } catch (const c10::DistStoreError& e) {
-        C10_THROW_ERROR(DistBackendError,
-                        c10::str(op, " (sequence #1) on rank ", rank, ": rank ", r, " did not join the process group within ",
-                                 timeout.count(), " ms (it exited, or never reached its first collective): ",
-                                 e.what_without_backtrace()));
-      }
-      std::string peer_host(h.begin(), h.end());
-      TORCH_CHECK_NOT_IMPLEMENTED(
-          peer_host == host, "the neuron backend's groups run within one host for now: rank ", r,
-          " is on host '", peer_host, "' and rank ", rank, " on '", host,
-          "'. Across hosts use backend \"cpu:gloo,neuron:gloo\"-style CPU staging, or one group per host.");
+    for (int r = first; r < first + local_size; r++) {
       auto n = store_->get("tn_ccl/segment/" + std::to_string(r));
       names[r].assign(n.begin(), n.end());
     }
+    if (local_size < size) net = make_host_network(store_, rank, size / local_size, local_size, timeout);
   } catch (...) {
     tn_comm_segment_destroy(segment);
     throw;
   }
+  // the segments of this host's ranks
   std::vector<const char*> ptrs;
-  for (auto& n : names) ptrs.push_back(n.c_str());
+  for (int r = first; r < first + local_size; r++) ptrs.push_back(names[r].c_str());
   tn_comm_desc desc{};
-  desc.rank = rank;
-  desc.size = size;
+  desc.rank = rank - first;
+  desc.size = local_size;
   desc.timeout_ms = timeout.count();
   desc.segment = segment;
   desc.names = ptrs.data();
+  desc.net = local_size < size ? &net : nullptr;
   tn_status st = tn_comm_create(&desc, &comm_);
   if (st != TN_STATUS_OK) {
     std::string msg = tn_last_error();
     tn_comm_segment_destroy(segment);
+    if (net.destroy) net.destroy(net.ctx);
     C10_THROW_ERROR(DistBackendError, msg);
   }
   // every rank has mapped every segment: their names can go (nothing is left in /dev/shm)
