@@ -6,7 +6,8 @@ and the shared-memory ping-pong floor of a small collective's latency.
     python bench/collectives.py --ranks 4 --max-mib 64 --dtypes float32
 
 Per op and size: time per call (median of the timed calls, the slowest rank), algorithm
-bandwidth (bytes of one rank's buffer / time) and bus bandwidth (algbw times nccl-tests' factor:
+bandwidth (size / time, where size is, as in nccl-tests, the gathered output of all_gather, the
+whole input of reduce_scatter, the one buffer of the others) and bus bandwidth (algbw times nccl-tests' factor:
 all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast 1). Timed calls
 are back to back and synchronized once at the end, as nccl-tests does. Each rank runs one
 kernel thread (TN_NUM_THREADS=1), Gloo and the CPU copy one thread too.
@@ -30,11 +31,13 @@ def bus_factor(op, n):
 
 
 def buffers(op, numel, n, dtype, device):
+    """`numel` is the size nccl-tests reports: the gathered output of all_gather, the whole
+    input of reduce_scatter, the one buffer of the others."""
     x = torch.ones(numel, dtype=dtype, device=device)
     if op == "all_gather_into_tensor":
-        return x, torch.empty(numel * n, dtype=dtype, device=device)
+        return torch.ones(numel // n, dtype=dtype, device=device), torch.empty(numel, dtype=dtype, device=device)
     if op == "reduce_scatter_tensor":
-        return torch.ones(numel * n, dtype=dtype, device=device), torch.empty(numel, dtype=dtype, device=device)
+        return x, torch.empty(numel // n, dtype=dtype, device=device)
     if op == "all_to_all_single":
         return x, torch.empty_like(x)
     return x, None

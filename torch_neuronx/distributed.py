@@ -10,6 +10,7 @@ A process group uses one logical NeuronCore: the process's current device when t
 (LOCAL_RANK under torchrun, or what `torch.neuron.set_device` chose). From then on the process
 cannot use another core.
 """
+import torch
 import torch.distributed as dist
 
 from . import _C
@@ -31,6 +32,23 @@ def _gloo_group(store, rank, size, timeout):
     """A Gloo group for a neuron group that spans hosts (the C++ backend asks for two: one
     among the ranks of its local index on every host, one among all ranks)."""
     return dist.ProcessGroupGloo(store, rank, size, timeout)
+
+
+def collective_stats(group=None) -> dict:
+    """What the neuron collectives of `group` (default: the world) have cost on this rank since the
+    group was made: ``launches`` (stream tasks run), ``operations`` (collectives and sends/receives
+    in them), ``bytes`` (their element counts times element sizes) and ``seconds`` (the time the
+    tasks took on the group's streams, waiting for peers included). Compare ``seconds`` across two
+    points of a run to get the collective share of a step."""
+    group = group if group is not None else dist.group.WORLD
+    if group is None:
+        raise RuntimeError("collective_stats: no process group; call init_process_group first")
+    backend = group._get_backend(torch.device(BACKEND))
+    cls = getattr(_C, "ProcessGroupNeuron", None)
+    if cls is None or not isinstance(backend, cls):
+        raise ValueError(f"collective_stats: the group's neuron backend is {type(backend).__name__}, "
+                         f"not '{BACKEND}'")
+    return backend._stats()
 
 
 def _register():

@@ -148,6 +148,16 @@ int32_t tn_comm_size(tn_comm_t comm);
 /* Collectives that have run (the sequence number of the last one). */
 uint64_t tn_comm_sequence(tn_comm_t comm);
 
+/* What the communicator's launches have cost, since it was made: launched tasks run, and the
+ * time they took on their streams (waiting for peers included), in nanoseconds. */
+typedef struct tn_comm_stats {
+    uint64_t launches;
+    uint64_t operations; /* collectives and point-to-point operations in them */
+    uint64_t bytes;      /* the operations' count times their element size */
+    uint64_t busy_ns;
+} tn_comm_stats;
+void tn_comm_get_stats(tn_comm_t comm, tn_comm_stats *stats);
+
 /* Enqueues `n` operations on `stream`, run as one task. Collectives run one after another;
  * point-to-point operations in one call progress together (so a ring of sends and receives does
  * not deadlock), as PyTorch's batch_isend_irecv needs. `work` (may be NULL) completes when they

@@ -163,7 +163,7 @@ static tn_status all_reduce_direct(run *r) {
     uint64_t s, bytes = op->count * (uint64_t)r->es;
     tn_status st = begin(r, &s);
     if (st != TN_STATUS_OK) return st;
-    copy(tn_comm_slot(c, c->rank, s), op->send, bytes);
+    tn_ccl_stage(c, tn_comm_slot(c, c->rank, s), op->send, bytes);
     if ((st = exchange(r, s)) != TN_STATUS_OK) return st;
     const void *x[TN_COMM_MAX_RANKS];
     for (int32_t j = 0; j < c->size; j++) x[j] = tn_comm_slot(c, j, s);
@@ -187,19 +187,22 @@ static tn_status all_reduce_chunked(run *r) {
         tn_status st = begin(r, &a);
         if (st != TN_STATUS_OK) return st;
         for (int32_t j = 0; j < n; j++)
-            if (j != me) copy(at(tn_comm_slot(c, me, a), lo[j], es), at(send, lo[j], es), (lo[j + 1] - lo[j]) * es);
+            if (j != me) tn_ccl_stage(c, at(tn_comm_slot(c, me, a), lo[j], es), at(send, lo[j], es), (lo[j + 1] - lo[j]) * es);
         if ((st = exchange(r, a)) != TN_STATUS_OK) return st;
         if ((st = begin(r, &b)) != TN_STATUS_OK) return st;
         const void *x[TN_COMM_MAX_RANKS];
         for (int32_t j = 0; j < n; j++)
             x[j] = j == me ? at(send, lo[me], es) : at(tn_comm_slot(c, j, a), lo[me], es);
         unsigned char *result = at(tn_comm_slot(c, me, b), lo[me], es);
-        /* reduce into the slot the others read from, then copy into this rank's output */
-        reduce_ranks(r, result, x, mine, NULL);
+        /* reduce into this rank's output (the slot's piece holds the running result of an
+         * in-place call), then stage it in the slot the others read from */
+        reduce_ranks(r, at(recv, lo[me], es), x, mine, result);
         tn_step_done(c, a);
+        tn_ccl_stage(c, result, at(recv, lo[me], es), mine * es);
         if ((st = exchange(r, b)) != TN_STATUS_OK) return st;
         for (int32_t j = 0; j < n; j++)
-            copy(at(recv, lo[j], es), at(tn_comm_slot(c, j, b), lo[j], es), (lo[j + 1] - lo[j]) * es);
+            if (j != me)
+                copy(at(recv, lo[j], es), at(tn_comm_slot(c, j, b), lo[j], es), (lo[j + 1] - lo[j]) * es);
         tn_step_done(c, b);
     }
     return TN_STATUS_OK;
@@ -225,7 +228,7 @@ static tn_status per_rank_steps(run *r) {
         tn_status st = begin(r, &s);
         if (st != TN_STATUS_OK) return st;
         unsigned char *slot = tn_comm_slot(c, me, s);
-        if (kind != TN_COLL_KIND_BROADCAST || root) copy(slot, at(op->send, off, es), m * es);
+        if (kind != TN_COLL_KIND_BROADCAST || root) tn_ccl_stage(c, slot, at(op->send, off, es), m * es);
         if ((st = exchange(r, s)) != TN_STATUS_OK) return st;
         if (kind == TN_COLL_KIND_BROADCAST) {
             copy(at(op->recv, off, es), root ? at(op->send, off, es) : tn_comm_slot(c, op->root, s), m * es);
@@ -260,7 +263,7 @@ static tn_status per_piece_steps(run *r) {
         unsigned char *slot = tn_comm_slot(c, me, s);
         if (!scatter || me == op->root)
             for (int32_t j = 0; j < n; j++)
-                if (j != me) copy(at(slot, j * piece, es), at(op->send, j * cnt + off, es), m * es);
+                if (j != me) tn_ccl_stage(c, at(slot, j * piece, es), at(op->send, j * cnt + off, es), m * es);
         if ((st = exchange(r, s)) != TN_STATUS_OK) return st;
         unsigned char *out = at(op->recv, off, es);
         if (scatter) {
@@ -304,7 +307,8 @@ static tn_status all_to_all(run *r) {
         for (int32_t j = 0; j < n; j++) {
             uint64_t sb = op->send_counts[j] * (uint64_t)es;
             if (j != me && lo < sb)
-                copy(slot + j * piece, at(op->send, op->send_offsets[j], es) + lo, sb - lo < piece ? sb - lo : piece);
+                tn_ccl_stage(c, slot + j * piece, at(op->send, op->send_offsets[j], es) + lo,
+                             sb - lo < piece ? sb - lo : piece);
         }
         if ((st = exchange(r, s)) != TN_STATUS_OK) return st;
         if (t == 0)
@@ -355,6 +359,37 @@ static tn_status alone(run *r) {
     return TN_STATUS_OK;
 }
 
+static tn_status run_algorithm(run *r) {
+    switch (r->op->kind) {
+    case TN_COLL_KIND_ALL_REDUCE:
+        return all_reduce(r);
+    case TN_COLL_KIND_BROADCAST:
+    case TN_COLL_KIND_REDUCE:
+    case TN_COLL_KIND_ALL_GATHER:
+    case TN_COLL_KIND_GATHER:
+        return per_rank_steps(r);
+    case TN_COLL_KIND_REDUCE_SCATTER:
+    case TN_COLL_KIND_SCATTER:
+        return per_piece_steps(r);
+    case TN_COLL_KIND_ALL_TO_ALL:
+        return all_to_all(r);
+    case TN_COLL_KIND_BARRIER:
+        return barrier(r);
+    default:
+        return tn_error(TN_STATUS_INVALID_ARGUMENT, "not a collective");
+    }
+}
+
+/* The bytes of this rank's data in a collective (what the staging choice is timed against). */
+static uint64_t data_bytes(const run *r) {
+    const tn_coll *op = r->op;
+    uint64_t elements = op->count;
+    if (op->kind == TN_COLL_KIND_ALL_TO_ALL)
+        for (int32_t j = 0; j < r->c->size; j++) elements += op->send_counts[j];
+    if (op->kind == TN_COLL_KIND_REDUCE_SCATTER) elements *= (uint64_t)r->c->size;
+    return elements * (uint64_t)r->es;
+}
+
 tn_status tn_ccl_run_collective(tn_comm_t c, const tn_coll *op) {
     run r = {.c = c, .op = op, .es = tn_dtype_size(op->dtype)};
     r.desc = (tn_coll_desc){.seq = c->seq, .kind = op->kind, .dtype = op->dtype, .op = op->op,
@@ -362,22 +397,10 @@ tn_status tn_ccl_run_collective(tn_comm_t c, const tn_coll *op) {
     snprintf(r.what, sizeof r.what, "%s", tn_coll_kind_name(op->kind));
     tn_wait_begin(&r.w, c, r.what, c->seq);
     if (c->size == 1) return alone(&r);
-    switch (op->kind) {
-    case TN_COLL_KIND_ALL_REDUCE:
-        return all_reduce(&r);
-    case TN_COLL_KIND_BROADCAST:
-    case TN_COLL_KIND_REDUCE:
-    case TN_COLL_KIND_ALL_GATHER:
-    case TN_COLL_KIND_GATHER:
-        return per_rank_steps(&r);
-    case TN_COLL_KIND_REDUCE_SCATTER:
-    case TN_COLL_KIND_SCATTER:
-        return per_piece_steps(&r);
-    case TN_COLL_KIND_ALL_TO_ALL:
-        return all_to_all(&r);
-    case TN_COLL_KIND_BARRIER:
-        return barrier(&r);
-    default:
-        return tn_error(TN_STATUS_INVALID_ARGUMENT, "not a collective");
-    }
+    uint64_t bytes = data_bytes(&r);
+    int way = tn_ccl_stage_choose(c, bytes);
+    int64_t start = tn_ccl_now_ns();
+    tn_status st = run_algorithm(&r);
+    if (st == TN_STATUS_OK) tn_ccl_stage_learn(c, way, bytes, tn_ccl_now_ns() - start);
+    return st;
 }

@@ -93,6 +93,10 @@ struct tn_comm {
     uint64_t p2p_seq;         /* point-to-point operations run (atomic) */
     int32_t pending;          /* launched tasks not yet run (atomic) */
     char failure[512];        /* first failure (under run_lock), "" while healthy */
+    tn_comm_stats stats;      /* atomic adds */
+    int stage_streaming;      /* the way tn_ccl_stage writes now (stage.c) */
+    uint32_t stage_runs;      /* large collectives timed */
+    double stage_cost[2];     /* ns per byte of each way, averaged; 0: not tried */
 };
 
 /* Segment layout: the header, two slots, one mailbox per destination. */
@@ -114,6 +118,8 @@ static inline void tn_store(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __
 void tn_comm_unmap(tn_comm_t c);
 
 /* ---- waiting (comm.c) ---- */
+
+int64_t tn_ccl_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* A wait with the communicator's deadline, for messages that name what was waited for. */
 typedef struct tn_wait {
@@ -156,6 +162,17 @@ tn_status tn_ccl_run_collective(tn_comm_t c, const tn_coll *op);
 tn_status tn_ccl_run_hierarchical(tn_comm_t c, const tn_coll *ops, int32_t n);
 /* Runs send and receive operations together. */
 tn_status tn_ccl_run_p2p(tn_comm_t c, const tn_coll *ops, int32_t n);
+
+/* Copies into this rank's shared memory for a peer to read (stage.c): from TN_COMM_STREAM_BYTES
+ * up with streaming stores while the communicator finds them faster. src and dst do not
+ * overlap. */
+#define TN_COMM_STREAM_BYTES (64u << 10)
+#define TN_COMM_LEARN_BYTES (1u << 20) /* collectives from this size teach the choice */
+void tn_ccl_stage(const tn_comm_t c, void *dst, const void *src, uint64_t bytes);
+/* Picks the way a collective of `bytes` stages (0: memcpy, 1: streaming), then tells how long
+ * it took; under run_lock. */
+int tn_ccl_stage_choose(tn_comm_t c, uint64_t bytes);
+void tn_ccl_stage_learn(tn_comm_t c, int way, uint64_t bytes, int64_t ns);
 
 /* out = a op b over n elements of dtype (both ends of the reduction: rank order is the caller's).
  * AVG and PREMUL_SUM reduce as SUM; tn_ccl_reduce_finish applies their scaling. */

@@ -20,11 +20,11 @@
 #include "../runtime/internal.h"
 #include "ccl_internal.h"
 
-#define PAUSE_ROUNDS 4000
-#define YIELD_ROUNDS 20000
+#define PAUSE_ROUNDS 256
+#define YIELD_ROUNDS 320
 #define CHECK_EVERY 256
 
-static int64_t now_ns(void) {
+int64_t tn_ccl_now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
@@ -34,7 +34,7 @@ void tn_wait_begin(tn_wait *w, tn_comm_t comm, const char *what, uint64_t seq) {
     w->comm = comm;
     w->what = what;
     w->seq = seq;
-    w->deadline_ns = now_ns() + comm->timeout_ms * 1000000;
+    w->deadline_ns = tn_ccl_now_ns() + comm->timeout_ms * 1000000;
     w->spins = 0;
 }
 
@@ -66,7 +66,7 @@ static tn_status peer_failure(tn_wait *w, int32_t peer, const char *waiting_for)
                  waiting_for);
         return tn_comm_fail(c, TN_STATUS_COMM_FAILED, msg);
     }
-    if (now_ns() > w->deadline_ns) {
+    if (tn_ccl_now_ns() > w->deadline_ns) {
         snprintf(msg, sizeof msg,
                  "%s (sequence #%llu) on rank %d timed out after %lld ms waiting for rank %d's %s (rank %d has "
                  "started %llu collectives of this group)",
@@ -295,6 +295,7 @@ static tn_status run_launch(void *p) {
         recvs += t->ops[i].kind == TN_COLL_KIND_RECV;
     }
     colls = t->n - sends - recvs;
+    int64_t start = tn_ccl_now_ns();
     if (colls) pthread_mutex_lock(&c->run_lock);
     if (sends) pthread_mutex_lock(&c->send_lock);
     if (recvs) pthread_mutex_lock(&c->recv_lock);
@@ -302,6 +303,12 @@ static tn_status run_launch(void *p) {
     if (recvs) pthread_mutex_unlock(&c->recv_lock);
     if (sends) pthread_mutex_unlock(&c->send_lock);
     if (colls) pthread_mutex_unlock(&c->run_lock);
+    uint64_t bytes = 0;
+    for (int32_t i = 0; i < t->n; i++) bytes += t->ops[i].count * (uint64_t)tn_dtype_size(t->ops[i].dtype);
+    __atomic_add_fetch(&c->stats.launches, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.operations, (uint64_t)t->n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.busy_ns, (uint64_t)(tn_ccl_now_ns() - start), __ATOMIC_RELAXED);
     if (t->work) {
         work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
         tn_comm_work_release(t->work);
@@ -341,6 +348,13 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
         if (work) tn_comm_work_release(work);
     }
     return st;
+}
+
+void tn_comm_get_stats(tn_comm_t c, tn_comm_stats *stats) {
+    stats->launches = __atomic_load_n(&c->stats.launches, __ATOMIC_RELAXED);
+    stats->operations = __atomic_load_n(&c->stats.operations, __ATOMIC_RELAXED);
+    stats->bytes = __atomic_load_n(&c->stats.bytes, __ATOMIC_RELAXED);
+    stats->busy_ns = __atomic_load_n(&c->stats.busy_ns, __ATOMIC_RELAXED);
 }
 
 void tn_comm_destroy(tn_comm_t c) {
@@ -389,12 +403,12 @@ double tn_comm_pingpong_us(int32_t iterations) {
         free(pp);
         return -1.0;
     }
-    int64_t start = now_ns();
+    int64_t start = tn_ccl_now_ns();
     for (int32_t i = 1; i <= iterations; i++) {
         tn_store(&pp->ping, (uint64_t)i);
         while (tn_load(&pp->pong) < (uint64_t)i) _mm_pause();
     }
-    int64_t end = now_ns();
+    int64_t end = tn_ccl_now_ns();
     pthread_join(t, NULL);
     free(pp);
     return (double)(end - start) / 1e3 / iterations;

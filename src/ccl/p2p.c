@@ -36,7 +36,7 @@ static int try_send(tn_comm_t c, const tn_coll *op, progress *p) {
     uint64_t m = p->bytes - p->done_bytes < PAYLOAD ? p->bytes - p->done_bytes : PAYLOAD;
     chunk_header h = {p->bytes, p->done_bytes};
     memcpy(half, &h, sizeof h);
-    if (m) memcpy(half + TN_COMM_P2P_HEADER, (const unsigned char *)op->send + p->done_bytes, m);
+    if (m) tn_ccl_stage(c, half + TN_COMM_P2P_HEADER, (const unsigned char *)op->send + p->done_bytes, m);
     tn_store(&c->seg[me]->p2p_sent[dst].v, sent + 1);
     p->done_bytes += m;
     p->done_chunks++;

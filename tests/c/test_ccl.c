@@ -1,7 +1,7 @@
 /* The collectives (src/ccl) with three ranks as three threads of this process, each with its
  * own communicator and stream: results against their definitions (small integers, so every
  * reduction is exact whatever its order), in place and out of place, on both sides of the
- * direct/chunked and slot-sized boundaries; point-to-point rings larger than a mailbox; and the
+ * direct/chunked and slot-sized boundaries, with both ways of staging; point-to-point rings larger than a mailbox; and the
  * failures (mismatched calls, a missing rank) reported on every rank within the deadline. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -220,6 +220,15 @@ void test_ccl_collectives(void) {
     }
     check_all_reduce(&g, 1000, 0, TN_COMM_OP_MAX);
     check_all_reduce(&g, 3000000, 1, TN_COMM_OP_AVG);
+    /* collectives from 1 MiB time the two ways of staging and retry the slower one every 16th
+     * call: both ways, whichever each rank picks, give the same results */
+    tn_comm_stats before, after;
+    tn_comm_get_stats(g.comm[1], &before);
+    for (int k = 0; k < 34; k++) check_all_reduce(&g, 300001, k & 1, TN_COMM_OP_SUM);
+    tn_comm_get_stats(g.comm[1], &after);
+    CHECK(after.launches == before.launches + 34 && after.operations == before.operations + 34);
+    CHECK(after.bytes == before.bytes + 34ull * 300001 * sizeof(float));
+    CHECK(after.busy_ns > before.busy_ns);
     uint64_t gsizes[] = {0, 5, 200001};
     for (size_t k = 0; k < 3; k++) check_all_gather_and_reduce_scatter(&g, gsizes[k]);
     for (int root = 0; root < RANKS; root++) check_rooted(&g, root == 1 ? (5u << 20) + 3 : 1001, root);

@@ -32,6 +32,16 @@ void register_distributed(py::module& m) {
              py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("device"),
              py::call_guard<py::gil_scoped_release>())
         .def_property_readonly("device", [](const ProcessGroupNeuron& pg) { return static_cast<int>(pg.device()); })
+        .def("_stats",
+             [](const ProcessGroupNeuron& pg) {
+               tn_comm_stats s = pg.stats();
+               py::dict d;
+               d["launches"] = s.launches;
+               d["operations"] = s.operations;
+               d["bytes"] = s.bytes;
+               d["seconds"] = static_cast<double>(s.busy_ns) / 1e9;
+               return d;
+             })
         // split_group deep-copies `options` unless it is None (then C++ asks getBackendOptions)
         .def_property_readonly("options", [](const ProcessGroupNeuron&) { return py::none(); })
         // new_group on a rank outside the new group, when the default group has a bound device:

@@ -162,6 +162,12 @@ void ProcessGroupNeuron::abort() {
   shutdown();
 }
 
+tn_comm_stats ProcessGroupNeuron::stats() const {
+  tn_comm_stats s{};
+  if (comm_) tn_comm_get_stats(comm_, &s);
+  return s;
+}
+
 uint64_t ProcessGroupNeuron::getSequenceNumberForGroup() { return comm_ ? tn_comm_sequence(comm_) : 0; }
 
 bool ProcessGroupNeuron::check_tensor(const at::Tensor& t, const char* op) {

@@ -134,6 +134,8 @@ class ProcessGroupNeuron : public c10d::Backend {
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
 
   c10::DeviceIndex device() const { return device_; }
+  // What this group's collectives have cost so far (zeros before its first collective).
+  tn_comm_stats stats() const;
 
  private:
   // A launch: `ops` as one task; the work keeps `tensors`; `outputs` are what result() returns.
