@@ -13,6 +13,7 @@ kernel, builds it with the system C compiler for this CPU and keeps it in the on
 views) stay calls of neuron's native kernels. Shapes are static, as on the hardware: symbolic
 shapes (`dynamic=True`) are refused with a message saying what to do.
 """
+from . import rng_ops  # noqa: F401  (the RNG higher-order ops on neuron)
 from .backend import cache_dir, get_dynamo_metrics, neuron_backend, reset_dynamo_metrics
 
 __all__ = ["cache_dir", "get_dynamo_metrics", "neuron_backend", "reset_dynamo_metrics"]
