@@ -28,11 +28,19 @@ Backend switch, TN_DIST_TEST_BACKEND:
   "gloo":             device "cpu", backend "gloo" (validates the tests without the device;
                       torch_neuronx is never imported by the harness).
 TN_DIST_TEST_PG_TIMEOUT: default process-group timeout of `init`, seconds (60).
+
+Scripts under torchrun (or any launcher command): `run_torchrun(script_and_args, nproc, env,
+timeout)` runs `python -m torch.distributed.run` on a free port in a session of its own, output
+to a file; a timeout SIGKILLs torchrun's and every worker's process group, and a timeout or a
+nonzero exit fails the test with the output's tail. `child_env(extra)` is the environment to
+give it: this process's, minus any outer launcher's rank variables, offline, one OpenMP thread.
 """
 import os
 import pickle
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -176,3 +184,119 @@ def run_ranks(fn, world_size=2, timeout=120, env=None, args=(), may_die=()):
             os.environ.clear()
             os.environ.update(saved)
             _kill_all(procs)
+
+
+# ---------------------------------------------------------------- commands under torchrun
+
+
+def child_env(env=None):
+    """This process's environment for a launched command (see the module docstring)."""
+    full = dict(os.environ)
+    # Whatever this process inherited from an outer launcher must not leak into torchrun's.
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        full.pop(var, None)
+    full.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", TN_DIST_TEST_BACKEND=BACKEND,
+                PYTHONUNBUFFERED="1")
+    if BACKEND == "gloo":
+        # Everything on the CPU: keep the (possibly unbuilt) project extension out.
+        full["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    else:
+        full.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # workers as users run them
+    full.update(env or {})
+    return full
+
+
+def tail(text, lines=150):
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _descendants(pid):
+    """Every live descendant of `pid` (from /proc), children before grandchildren."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(proc):
+    """SIGKILLs a launcher's process group and, since torchrun starts each worker in a session
+    of its own (torch.distributed.elastic does), every worker's process group too."""
+    workers = _descendants(proc.pid)
+    for pid in [proc.pid, *workers]:
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def _run(cmd, env, timeout, what):
+    """(exit code, output) of `cmd` run in a session of its own with its output in a file; a
+    timeout kills it and everything it started, and fails the test."""
+    import pytest
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Output to a file, not a pipe: a stray worker holding a pipe open would block.
+        log_path = os.path.join(tmp, "output.txt")
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                    env=env if env is not None else child_env(),
+                                    start_new_session=True)
+            try:
+                proc.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                kill_tree(proc)
+                timed_out = True
+        with open(log_path, errors="replace") as log:
+            out = log.read()
+    if timed_out:
+        pytest.fail(f"{what} timed out after {timeout}s:\n{tail(out)}")
+    return proc.returncode, out
+
+
+def run_command(cmd, env=None, timeout=180, what=None):
+    """Runs `cmd` (see _run); a nonzero exit fails the test with the output. Returns the output."""
+    import pytest
+
+    what = what or " ".join(map(str, cmd[:4]))
+    code, out = _run(cmd, env, timeout, what)
+    if code != 0:
+        pytest.fail(f"{what} exited with {code}:\n{tail(out)}")
+    return out
+
+
+def run_torchrun(script_and_args, nproc=2, env=None, timeout=180, what=None):
+    """`python -m torch.distributed.run --nproc_per_node=nproc` on a free port (once more on
+    another port if the first was taken meanwhile); returns the output (see run_command)."""
+    import pytest
+
+    what = what or f"{script_and_args[0]} (nproc={nproc})"
+    for attempt in range(2):
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+               "--nnodes=1", "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+               *map(str, script_and_args)]
+        code, out = _run(cmd, env, timeout, what)
+        if code == 0:
+            return out
+        if attempt == 0 and "address already in use" in out.lower():
+            continue  # lost the race for the port: once more on another one
+        pytest.fail(f"{what} exited with {code}:\n{tail(out)}")

@@ -15,8 +15,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,8 @@ from functools import lru_cache
 import pytest
 import torch
 from torch.testing import assert_close
+
+from dist_harness import child_env, free_port, kill_tree, run_torchrun, tail
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist_scripts")
 BACKEND = os.environ.get("TN_DIST_TEST_BACKEND", "neuron")
@@ -56,104 +56,16 @@ FP32_ADAM_PARAM_TOL = dict(rtol=1e-4, atol=1e-4)
 # ---------------------------------------------------------------- launcher
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _child_env(env):
-    full = dict(os.environ)
-    # Whatever this process inherited from an outer launcher must not leak into torchrun's.
-    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
-        full.pop(var, None)
-    full.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", TN_DIST_TEST_BACKEND=BACKEND,
-                PYTHONUNBUFFERED="1")
-    if BACKEND == "gloo":
-        # Everything on the CPU: keep the (possibly unbuilt) project extension out.
-        full["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-    else:
-        full.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)  # workers as users run them
-    full.update(env or {})
-    return full
-
-
-def _tail(text, lines=150):
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _descendants(pid):
-    """Every live descendant of `pid` (from /proc), children before grandchildren."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(0), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill_tree(proc):
-    """SIGKILLs torchrun's process group and, since torchrun starts each worker in a session
-    of its own (torch.distributed.elastic does), every worker's process group too."""
-    workers = _descendants(proc.pid)
-    for pid in [proc.pid, *workers]:
-        try:
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-
-
 def torchrun(script, nproc=2, env=None, timeout=180, args=()):
-    """Runs tests/dist_scripts/<script> under `python -m torch.distributed.run` with `nproc`
-    processes on a free port, in its own session (a timeout kills torchrun's process group and
-    its workers'). Fails the test with the output on a timeout, a nonzero exit or a missing
-    result line; returns (result dict from rank 0's TN_DIST_RESULT line, full output)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        for attempt in range(2):
-            port = _free_port()
-            cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-                   "--nnodes=1", "--master_addr=127.0.0.1", f"--master_port={port}",
-                   os.path.join(SCRIPTS, script), *map(str, args)]
-            # Output to a file, not a pipe: a stray worker holding a pipe open would block.
-            log_path = os.path.join(tmp, f"output{attempt}.txt")
-            with open(log_path, "w") as log:
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                        env=_child_env(env), start_new_session=True)
-                try:
-                    proc.wait(timeout=timeout)
-                    timed_out = False
-                except subprocess.TimeoutExpired:
-                    _kill_tree(proc)
-                    timed_out = True
-            with open(log_path, errors="replace") as log:
-                out = log.read()
-            if timed_out:
-                pytest.fail(f"{script} (nproc={nproc}) timed out after {timeout}s:\n{_tail(out)}")
-            if proc.returncode != 0 and attempt == 0 and "address already in use" in out.lower():
-                continue  # lost the race for the port: once more on another one
-            break
-    if proc.returncode != 0:
-        pytest.fail(f"{script} (nproc={nproc}) exited with {proc.returncode}:\n{_tail(out)}")
+    """Runs tests/dist_scripts/<script> under torchrun with `nproc` processes (dist_harness's
+    run_torchrun: free port, own session, killed on timeout). Fails the test with the output on
+    a timeout, a nonzero exit or a missing result line; returns (result dict from rank 0's
+    TN_DIST_RESULT line, full output)."""
+    out = run_torchrun([os.path.join(SCRIPTS, script), *map(str, args)], nproc=nproc,
+                       env=child_env(env), timeout=timeout, what=f"{script} (nproc={nproc})")
     lines = [line for line in out.splitlines() if line.startswith(RESULT_PREFIX)]
     if not lines:
-        pytest.fail(f"{script} printed no {RESULT_PREFIX.strip()} line:\n{_tail(out)}")
+        pytest.fail(f"{script} printed no {RESULT_PREFIX.strip()} line:\n{tail(out)}")
     result = json.loads(lines[-1][len(RESULT_PREFIX):])
     assert result["backend"] == BACKEND and result["world_size"] == nproc, result
     return result, out
@@ -515,7 +427,7 @@ def _torchrun_nodes(script, nodes, nproc, args, timeout):
     """`nodes` torchrun launchers on localhost, node k with TORCH_NEURONX_DIST_HOST=host<k>, so
     that the backend treats them as separate hosts. Returns (rank 0's result, output)."""
     with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
+        port = free_port()
         procs, logs = [], []
         for k in range(nodes):
             cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
@@ -524,7 +436,7 @@ def _torchrun_nodes(script, nodes, nproc, args, timeout):
             logs.append(os.path.join(tmp, f"node{k}.txt"))
             with open(logs[-1], "w") as log:
                 procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                              env=_child_env({"TORCH_NEURONX_DIST_HOST": f"host{k}"}),
+                                              env=child_env({"TORCH_NEURONX_DIST_HOST": f"host{k}"}),
                                               start_new_session=True))
         failed = None
         try:
@@ -537,14 +449,14 @@ def _torchrun_nodes(script, nodes, nproc, args, timeout):
         finally:
             for proc in procs:
                 if proc.poll() is None:
-                    _kill_tree(proc)
+                    kill_tree(proc)
         outs = []
         for path in logs:
             with open(path, errors="replace") as f:
                 outs.append(f.read())
     if failed:
         pytest.fail(f"{script} on {nodes} hosts: {failed}:\n" +
-                    "\n".join(f"--- node {k}\n{_tail(o)}" for k, o in enumerate(outs)))
+                    "\n".join(f"--- node {k}\n{tail(o)}" for k, o in enumerate(outs)))
     lines = [line for line in outs[0].splitlines() if line.startswith(RESULT_PREFIX)]
     assert lines, outs[0]
     return json.loads(lines[-1][len(RESULT_PREFIX):]), outs

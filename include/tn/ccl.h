@@ -161,7 +161,11 @@ void tn_comm_get_stats(tn_comm_t comm, tn_comm_stats *stats);
 /* Enqueues `n` operations on `stream`, run as one task. Collectives run one after another;
  * point-to-point operations in one call progress together (so a ring of sends and receives does
  * not deadlock), as PyTorch's batch_isend_irecv needs. `work` (may be NULL) completes when they
- * have run, with their status. `name` names the work in errors (a string that outlives it). */
+ * have run, with their status. `name` names the work in errors (a string that outlives it).
+ * While this thread records a stream capture (tn/capture.h), the launch is recorded with the
+ * stream's other work and runs again at every replay: `work` must then be NULL (a completion
+ * object completes once), and ordering it after the communicator's launches on other streams
+ * is the caller's (a replay is the next collective of the group wherever it runs). */
 tn_status tn_comm_launch(tn_comm_t comm, tn_stream_t stream, const char *name, const tn_coll *ops,
                          int32_t n, tn_comm_work_t work);
 
@@ -172,7 +176,8 @@ void tn_comm_work_release(tn_comm_work_t work);
 /* OK once completed successfully, NOT_READY while pending, the work's failure otherwise. */
 tn_status tn_comm_work_query(tn_comm_work_t work);
 /* Makes `stream` wait for the work (the host does not wait); the work's failure becomes a
- * failure of the stream, raised at its next synchronisation. */
+ * failure of the stream, raised at its next synchronisation. A recording capture refuses it (a
+ * replay would wait for the completed work again). */
 tn_status tn_comm_work_wait(tn_comm_work_t work, tn_stream_t stream);
 /* The host waits for the work and returns its status. */
 tn_status tn_comm_work_synchronize(tn_comm_work_t work);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../runtime/internal.h"
+#include "tn/capture.h"
 #include "ccl_internal.h"
 
 #define PAUSE_ROUNDS 256
@@ -232,6 +233,7 @@ static tn_status run_wait(void *p) {
 }
 
 tn_status tn_comm_work_wait(tn_comm_work_t w, tn_stream_t stream) {
+    tn_capture_refuse("a wait for a collective launched outside the recording");
     if (tn_comm_work_query(w) == TN_STATUS_OK) return TN_STATUS_OK;
     tn_comm_work_retain(w);
     wait_task t = {w};
@@ -246,6 +248,7 @@ typedef struct launch_task {
     tn_comm_t comm;
     const char *name;
     tn_comm_work_t work;
+    int32_t counted; /* in comm->pending: not when recorded, since every replay runs it again */
     int32_t n;
     tn_coll ops[];
 } launch_task;
@@ -313,7 +316,7 @@ static tn_status run_launch(void *p) {
         work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
         tn_comm_work_release(t->work);
     }
-    __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    if (t->counted) __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
     return st;
 }
 
@@ -330,21 +333,27 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: rank %d is not a %s in a group of %d",
                             name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)size);
     }
+    int recording = tn_capture_active();
+    if (recording && work)
+        return tn_error(TN_STATUS_INVALID_ARGUMENT,
+                        "%s: a collective recorded into a capture runs at every replay and cannot "
+                        "complete a work object; launch it with work = NULL", name);
     size_t bytes = sizeof(launch_task) + (size_t)n * sizeof(tn_coll);
     launch_task *t = calloc(1, bytes);
     if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", name);
     t->comm = c;
     t->name = name;
     t->work = work;
+    t->counted = !recording;
     t->n = n;
     memcpy(t->ops, ops, (size_t)n * sizeof(tn_coll));
     if (work) tn_comm_work_retain(work);
-    __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    if (t->counted) __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
     tn_status st = tn_stream_launch(stream, name, run_launch, t, bytes);
     free(t);
     if (st != TN_STATUS_OK && tn_runtime_launch_blocking() == 0) {
         /* nothing was enqueued */
-        __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+        if (!recording) __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
         if (work) tn_comm_work_release(work);
     }
     return st;

@@ -28,7 +28,10 @@ graph records as above (replacing the plan).
 Inputs that no longer match are recorded again, at most MAX_RECORDINGS times, after which the
 graph keeps running as compiled. A small host tensor input (its value is read when its op is
 launched) matches while its value is the recording's; a host tensor output is the recorded
-one, copied. Graphs whose work cannot replay (random numbers, host reads, copies from host
+one, copied. Collectives (a tensor-parallel graph's) are recorded and replayed with the rest:
+before recording or replaying, the stream waits for the collectives that process groups
+launched on their own streams, so that each rank runs its group's collectives in the order its
+program called them. Graphs whose work cannot replay (random numbers, host reads, copies from host
 memory: the C runtime refuses them and says why), graphs with a large host tensor input and
 outputs that are neither an input's storage nor computed by the graph run as compiled.
 TORCH_NEURONX_GRAPH_REPLAY=0 turns replay off.

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "distributed/GraphOrder.h"
 #include "runtime/Functions.h"
 #include "tn/capture.h"
 
@@ -95,6 +96,7 @@ class Capture {
   explicit Capture(int device) {
     stream_ = current_stream(static_cast<c10::DeviceIndex>(device));
     device_ = static_cast<c10::DeviceIndex>(device);
+    order_graph_after_collectives(stream_, true);
     check(tn_capture_begin(stream_, &capture_));
   }
   // A recording loaded from a plan (save() in another process) that replays on the current
@@ -231,6 +233,7 @@ class Capture {
     for (size_t r = input_ranges_; r < ranges_.size(); r++)
       storages[r] = at::empty({static_cast<int64_t>(ranges_[r].bytes)}, bytes_on_device).storage();
     for (size_t r = 0; r < ranges_.size(); r++) start[r] = reinterpret_cast<uintptr_t>(storages[r].data());
+    order_graph_after_collectives(stream_, false);
     check(tn_capture_replay_at(capture_, static_cast<int32_t>(start.size()), start.data()));
     py::list result;
     for (const Output& out : outputs_) {

@@ -51,7 +51,32 @@ int ranks_per_host(const std::vector<std::string>& hosts) {
   return local;
 }
 
+// `waiter` runs its later work after what `s` has enqueued so far (the host does not wait). An
+// event per call: one event re-recorded on several callers' streams (FSDP2 launches from two)
+// could let a wait pass on another stream's later record.
+void stream_after(tn_stream_t waiter, tn_stream_t s) {
+  tn_event_t ready = nullptr;
+  check(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &ready));
+  tn_status st = tn_event_record(ready, s);
+  if (st == TN_STATUS_OK) st = tn_stream_wait_event(waiter, ready);
+  tn_event_destroy(ready);  // safe while the record and the wait are pending
+  check(st);
+}
+
+// The connected groups of this process, for order_graph_after_collectives.
+std::mutex groups_lock;
+std::vector<ProcessGroupNeuron*> connected_groups;
+
 }  // namespace
+
+void order_graph_after_collectives(tn_stream_t stream, bool recording) {
+  std::lock_guard<std::mutex> g(groups_lock);
+  if (connected_groups.empty()) return;
+  c10::DeviceIndex device = static_cast<c10::DeviceIndex>(tn_stream_device(stream));
+  for (ProcessGroupNeuron* pg : connected_groups)
+    if (pg->device_ == device && (recording || pg->recorded_.load(std::memory_order_relaxed)))
+      stream_after(stream, pg->stream_);
+}
 
 ProcessGroupNeuron::ProcessGroupNeuron(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                        std::chrono::milliseconds timeout, c10::DeviceIndex device)
@@ -140,6 +165,8 @@ void ProcessGroupNeuron::connect(c10::DeviceIndex device, const char* op) {
   tn_comm_unlink(comm_);
   check(tn_stream_from_pool(device, -1, &stream_));
   check(tn_stream_from_pool(device, -1, &send_stream_));
+  std::lock_guard<std::mutex> g(groups_lock);
+  connected_groups.push_back(this);
 }
 
 ProcessGroupNeuron::~ProcessGroupNeuron() { shutdown(); }
@@ -148,6 +175,10 @@ void ProcessGroupNeuron::shutdown() {
   std::lock_guard<std::mutex> g(lock_);
   shut_down_ = true;
   if (!comm_) return;
+  {
+    std::lock_guard<std::mutex> gl(groups_lock);
+    connected_groups.erase(std::find(connected_groups.begin(), connected_groups.end(), this));
+  }
   tn_comm_destroy(comm_);  // waits for the group's launched work
   comm_ = nullptr;
   for (auto& p : in_flight_) tn_comm_work_release(p.first);
@@ -275,21 +306,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
   release_finished();
   bool sends_only = std::all_of(ops.begin(), ops.end(), [](const tn_coll& c) { return c.kind == TN_COLL_KIND_SEND; });
   tn_stream_t s = sends_only ? send_stream_ : stream_;
-  if (!cpu) {
-    tn_stream_t cur = current_stream(device_);
-    if (tn_capture_active()) {
-      s = cur;  // a recording: the collective is part of it
-    } else {
-      // an event per launch: one event re-recorded on several callers' streams (FSDP2 launches
-      // from two) could let a wait pass on another stream's later record
-      tn_event_t ready = nullptr;
-      check(tn_event_create(TN_EVENT_FLAGS_DEFAULT, &ready));
-      tn_status rs = tn_event_record(ready, cur);
-      if (rs == TN_STATUS_OK) rs = tn_stream_wait_event(s, ready);
-      tn_event_destroy(ready);  // safe while the record and the wait are pending
-      check(rs);
-    }
-  }
+  if (!cpu && tn_capture_active()) return launch_recorded(type, name, ops, *tensors, std::move(outputs));
+  if (!cpu) stream_after(s, current_stream(device_));
   tn_comm_work_t w = nullptr;
   check(tn_comm_work_create(&w));
   tn_status st = tn_comm_launch(comm_, s, name, ops.data(), static_cast<int32_t>(ops.size()), w);
@@ -303,6 +321,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
   in_flight_.emplace_back(w, tensors);
   return c10::make_intrusive<NeuronWork>(type, name, w, cpu ? c10::Device(c10::kCPU) : c10::Device(kNeuron, device_),
                                          std::move(tensors), std::move(outputs), blocking || cpu, 0);
+}
+
+// A collective launched while a compiled graph records (replay.py): it goes on the recording
+// stream and runs again at every replay, in the graph's order. No work object (one completes
+// once); staged outputs are copied back right after it on the same stream, so the work returned
+// is complete. order_graph_after_collectives orders replays after the group's own stream.
+c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch_recorded(c10d::OpType type, const char* name,
+                                                                   const std::vector<tn_coll>& ops,
+                                                                   CollectiveTensors& tensors,
+                                                                   std::vector<at::Tensor> outputs) {
+  recorded_.store(true, std::memory_order_relaxed);
+  tn_status st = tn_comm_launch(comm_, current_stream(device_), name, ops.data(), static_cast<int32_t>(ops.size()),
+                                nullptr);
+  if (st == TN_STATUS_COMM_FAILED) C10_THROW_ERROR(DistBackendError, tn_last_error());
+  TORCH_CHECK(st == TN_STATUS_OK, tn_last_error());
+  for (auto& [dst, src] : tensors.copy_back) dst.copy_(src);
+  return c10::make_intrusive<NeuronWork>(type, name, nullptr, c10::Device(kNeuron, device_), nullptr, std::move(outputs),
+                                         false, 0);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::allreduce(std::vector<at::Tensor>& tensors,

@@ -8,7 +8,8 @@
 // current stream had enqueued (an event). Work::wait() makes the caller's current stream wait for
 // the collective, so the host does not block. The group keeps every tensor of a collective alive
 // until the collective has run, so memory freed by the caller is not reused under it. While a
-// stream capture records (compiled graphs), collectives go on the recording stream instead.
+// stream capture records (compiled graphs), collectives go on the recording stream instead
+// (launch_recorded), and replays wait for the group's stream (order_graph_after_collectives).
 // CPU tensors run the same way; waiting for them blocks the host.
 #pragma once
 
@@ -16,11 +17,13 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "distributed/GraphOrder.h"
 #include "tn/tn.h"
 
 namespace torch_neuronx {
@@ -136,6 +139,8 @@ class ProcessGroupNeuron : public c10d::Backend {
   c10::DeviceIndex device() const { return device_; }
   // What this group's collectives have cost so far (zeros before its first collective).
   tn_comm_stats stats() const;
+  // See GraphOrder.h.
+  friend void order_graph_after_collectives(tn_stream_t stream, bool recording);
 
  private:
   // A launch: `ops` as one task; the work keeps `tensors`; `outputs` are what result() returns.
@@ -151,6 +156,8 @@ class ProcessGroupNeuron : public c10d::Backend {
   bool check_tensor(const at::Tensor& t, const char* op);
   tn_coll make(tn_coll_kind kind, const at::Tensor& send, const at::Tensor& recv, uint64_t count) const;
   void set_reduction(tn_coll& c, const c10d::ReduceOp& op, const at::Tensor& t) const;
+  c10::intrusive_ptr<c10d::Work> launch_recorded(c10d::OpType type, const char* name, const std::vector<tn_coll>& ops,
+                                                 CollectiveTensors& tensors, std::vector<at::Tensor> outputs);
   void release_finished();
   void connect(c10::DeviceIndex device, const char* op);  // under lock_; `op` names the first collective
 
@@ -162,6 +169,7 @@ class ProcessGroupNeuron : public c10d::Backend {
   tn_stream_t stream_ = nullptr;       // the group's stream
   tn_stream_t send_stream_ = nullptr;  // sends outside a batch: they wait for their receiver
                                        // while the group's stream runs this rank's receives
+  std::atomic<bool> recorded_{false};  // a graph recorded one of its collectives
   std::mutex lock_;
   std::deque<std::pair<tn_comm_work_t, std::shared_ptr<CollectiveTensors>>> in_flight_;
   // startCoalescing .. endCoalescing: the operations gathered
