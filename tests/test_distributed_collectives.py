@@ -1033,6 +1033,31 @@ def _w_compiled_functional(rank, ws):
     return torch_neuronx.get_dynamo_metrics()["replays"]
 
 
+def _w_eager_then_replayed(rank, ws):
+    """An eager all_reduce, slow and still queued on the group's stream, then a replayed graph
+    with its own all_reduce: the graph's must run second on every rank (before the fix each rank
+    ran them in the order its streams happened to reach them: "mismatched collectives")."""
+    import torch.distributed._functional_collectives as fc
+    init(rank, ws)
+    compiled = torch.compile(lambda x: fc.all_reduce(x * 2, "sum", dist.group.WORLD) + 1, backend="neuron")
+    big = dev(torch.ones(1 << 22))
+    for i in range(12):
+        work = dist.all_reduce(big, async_op=True)  # ~16 MB: takes a while on the group's stream
+        x = dev(torch.full((3,), float(rank + i)))
+        got = compiled(x)
+        work.wait()
+        check(got, torch.full((3,), 2.0 * sum(r + i for r in range(ws)) + 1), f"graph after eager, call {i}")
+        check(big, torch.full((1 << 22,), float(ws ** (i + 1))), f"eager before graph, call {i}")
+    import torch_neuronx
+    return torch_neuronx.get_dynamo_metrics()["replays"]
+
+
+@pytest.mark.skipif(BACKEND != "neuron", reason="torch.compile(backend='neuron') needs the device")
+def test_replayed_graph_collectives_run_after_eager_ones():
+    replays = run_ranks(_w_eager_then_replayed, timeout=300)
+    assert all(r >= 8 for r in replays), replays
+
+
 @pytest.mark.skipif(BACKEND != "neuron", reason="torch.compile(backend='neuron') needs the device")
 def test_functional_collectives_compiled_and_replayed():
     replays = run_ranks(_w_compiled_functional, timeout=300)
