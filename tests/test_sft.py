@@ -133,16 +133,11 @@ def test_compiled_with_trl_defaults_matches_cpu(data, cpu):
     assert_close(losses(compiled), losses(cpu), **LOSS_TOL)
 
 
-TP2_ORDER_BUG = pytest.mark.xfail(reason="TP=2 compiled SFT: ranks run their collectives in different orders "
-                                  "(\"mismatched collectives\" at #74), under investigation", strict=False)
-
-
 @pytest.fixture(scope="module")
 def tp2(data):
     return sft(data, "tp2", "--torch_compile", "true", nproc=2, grid=(2, 1))
 
 
-@TP2_ORDER_BUG
 def test_tp2_matches_one_process(eager, tp2):
     check_ranks(tp2, eager)
 
@@ -164,7 +159,6 @@ def test_tp2_fsdp2_four_processes_matches_one_process(data):
     check_ranks(grid, sft(data, "batch4_ref", batch=4)[0], compiled=False)
 
 
-@TP2_ORDER_BUG
 def test_checkpoints_load_on_cpu_with_the_trained_logits(data, eager, tp2, fsdp2):
     """The saved models (one process, TP=2, FSDP=2) load with plain Transformers on the CPU in
     a fresh process without the device, and give the logits of the model trained in one process."""

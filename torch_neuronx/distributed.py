@@ -55,6 +55,35 @@ def _register():
     if not dist.is_available() or BACKEND in dist.Backend.backend_list:
         return
     dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=[BACKEND])
+    _unpickled_meshes_belong_to_this_process()
+
+
+def _unpickled_meshes_belong_to_this_process():
+    """A DeviceMesh pickles its whole state, including what only holds in the process that made
+    it: its cached hash (string hashing is seeded per process) and its rank and coordinates.
+    Compiled DTensor graphs hold meshes in their cache entries, which every rank and every later
+    run reads: an entry written by rank 1 would give rank 0 meshes that claim rank 1's
+    coordinates and that, equal to the live mesh, hash differently, so a dict keyed by mesh (as
+    Accelerate's gradient clipping groups gradients) splits on one rank only and the ranks' next
+    collectives no longer match. Unpickled here, a mesh drops its hash and takes this process's
+    rank."""
+    try:
+        from torch.distributed.device_mesh import DeviceMesh
+    except ImportError:
+        return
+    setstate = getattr(DeviceMesh, "__setstate__", None)
+    if setstate is None or getattr(setstate, "_neuron", False):
+        return
+
+    def __setstate__(self, state):
+        setstate(self, state)
+        self.__dict__.pop("_hash", None)
+        if dist.is_initialized() and "_rank_map" in self.__dict__:
+            self._rank = dist.get_rank()
+            self._coordinate_on_dim = self._compute_coordinate_on_dim()
+
+    __setstate__._neuron = True
+    DeviceMesh.__setstate__ = __setstate__
 
 
 _register()

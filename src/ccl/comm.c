@@ -255,6 +255,24 @@ typedef struct launch_task {
 
 static int is_p2p(tn_coll_kind k) { return k == TN_COLL_KIND_SEND || k == TN_COLL_KIND_RECV; }
 
+/* TORCH_NEURONX_CCL_DEBUG=1: one line on stderr per launch (the host's order, with the stream
+ * and whether a capture records it) and per collective run (the order the group's sequence
+ * numbers follow), so that two ranks' logs can be compared line by line. */
+static int trace_enabled(void) {
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *v = getenv("TORCH_NEURONX_CCL_DEBUG");
+        enabled = v && *v && strcmp(v, "0") != 0;
+    }
+    return enabled;
+}
+
+static void trace(tn_comm_t c, const char *what, uint64_t seq, const void *stream, const tn_coll *o) {
+    fprintf(stderr, "[tn-ccl pid %d comm %p rank %d] %s #%llu %s(%s, %llu elements, %s) stream %p\n",
+            (int)getpid(), (void *)c, (int)tn_comm_rank(c), what, (unsigned long long)seq, tn_coll_kind_name(o->kind),
+            tn_dtype_name(o->dtype), (unsigned long long)o->count, tn_comm_op_name(o->op), stream);
+}
+
 void tn_comm_next_seq(tn_comm_t c) {
     __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
     tn_store(&c->seg[c->rank]->seq.v, c->seq);
@@ -274,6 +292,7 @@ static tn_status run_ops(tn_comm_t c, const tn_coll *ops, int32_t n) {
             st = tn_ccl_run_hierarchical(c, ops + i, 1);
         } else {
             tn_comm_next_seq(c);
+            if (trace_enabled()) trace(c, "run", c->seq, NULL, ops + i);
             st = tn_ccl_run_collective(c, ops + i);
         }
         if (st != TN_STATUS_OK) {
@@ -334,6 +353,8 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
                             name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)size);
     }
     int recording = tn_capture_active();
+    if (trace_enabled())
+        for (int32_t i = 0; i < n; i++) trace(c, recording ? "record" : "launch", 0, stream, &ops[i]);
     if (recording && work)
         return tn_error(TN_STATUS_INVALID_ARGUMENT,
                         "%s: a collective recorded into a capture runs at every replay and cannot "
