@@ -2,6 +2,7 @@
 fused regions built by the C compiler and found again by a second process; recompiles on new
 shapes; the failure and fallback paths; the debug artifacts."""
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -160,6 +161,18 @@ def test_second_process_finds_the_graphs_and_kernels(tmp_path):
     assert second == (0, builds + hits, 3, 3), (first, second)
     assert any(name.endswith(".so") for name in os.listdir(tmp_path / "shared"))
     assert os.listdir(tmp_path / "shared" / "aotautograd")
+    # the compile log: one line per graph, how long, compiled or from the caches
+    logged = [[line for line in r.stderr.splitlines() if line.startswith("[torch_neuronx] ")] for r in runs]
+    kinds = ("inference", "forward", "backward")
+    assert len(logged[0]) == 3 and all(
+        re.fullmatch(rf"\[torch_neuronx\] compiled {kind} graph \(\d+ nodes; 1 fused kernel: 1 built\) in \d+\.\d\d s",
+                     line) for kind, line in zip(kinds, logged[0])), logged[0]
+    assert len(logged[1]) == 3 and all(
+        re.fullmatch(rf"\[torch_neuronx\] loaded {kind} graph from the graph cache \(\d+ nodes; 1 fused kernel: "
+                     rf"1 from the kernel cache\) in \d+\.\d\d s", line) for kind, line in zip(kinds, logged[1])), logged[1]
+    quiet = subprocess.run([sys.executable, "-c", SCRIPT], env=dict(env, TORCH_NEURONX_COMPILE_LOG="0"),
+                           capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and "[torch_neuronx]" not in quiet.stderr, quiet.stderr[-2000:]
 
 
 def test_compiler_failure_raises_or_falls_back(monkeypatch):

@@ -39,6 +39,9 @@ def _register():
 _register()
 
 from . import distributed  # noqa: E402,F401  (registers the "neuron" c10d backend)
+from . import hf_compat  # noqa: E402
+
+hf_compat.install()
 
 
 def _thread_names():

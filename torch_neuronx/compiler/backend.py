@@ -1,4 +1,5 @@
 """The `neuron` Dynamo backend (see the package docstring) and its counters."""
+import logging
 import operator
 import os
 import threading
@@ -12,6 +13,20 @@ _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_ro
              "fast_calls", "fallbacks", "recordings", "replays", "replay_refusals", "plans_saved",
              "plans_loaded", "graph_cache_hits", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
+
+# One line per compiled graph on stderr: which graph, how long, and whether it was compiled or
+# came from the caches. TORCH_NEURONX_COMPILE_LOG=0 silences it; so does the usual
+# logging.getLogger("torch_neuronx.compile").setLevel(logging.WARNING).
+log = logging.getLogger("torch_neuronx.compile")
+if not log.handlers:
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("[torch_neuronx] %(message)s"))
+    log.addHandler(_handler)
+    log.propagate = False
+log.setLevel(logging.INFO if os.environ.get("TORCH_NEURONX_COMPILE_LOG", "1") != "0" else logging.WARNING)
+# When the backend got the Dynamo graph now being compiled: the first graph compiled under it
+# reports the time since then, AOTAutograd's tracing and cache lookup included.
+_started = threading.local()
 
 
 def get_dynamo_metrics():
@@ -108,7 +123,8 @@ def _compile_graph(gm, kind):
         os.makedirs(debug, exist_ok=True)
         with open(os.path.join(debug, name + ".fx.txt"), "w") as f:
             f.write(gm.print_readable(print_output=False))
-    stats = dict(fused_regions=0, fused_row_sums=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0)
+    stats = dict(fused_regions=0, fused_row_sums=0, kernel_builds=0, kernel_cache_hits=0, inplace_updates=0,
+                 nodes=len(gm.graph.nodes))
     try:
         stats["inplace_updates"] = reinplace_input_updates(gm)
         stats["shared_nodes"] = share_common_subexpressions(gm)
@@ -130,17 +146,40 @@ def _compile_graph(gm, kind):
             with open(os.path.join(debug, name + ".fused.txt"), "w") as f:
                 f.write(gm.print_readable(print_output=False))
     gm.recompile()  # once, after every pass (each leaves the code to regenerate)
-    count_compilation(start, stats)
+    count_compilation(start, stats, kind)
     return gm, stats
 
 
-def count_compilation(start, stats=None):
-    """One graph compiled (or loaded from the graph cache) since `start`, and what its passes
-    did."""
+def count_compilation(start, stats, kind, cached=False):
+    """One `kind` graph compiled (or, `cached`, loaded from the graph cache) since `start`, and
+    what its passes did; reported on the compile log."""
+    end = time.perf_counter()
     for key, n in (stats or {}).items():
-        _count(key, n)
+        if key in _metrics:
+            _count(key, n)
     _count("compilations")
-    _count("compile_seconds", time.perf_counter() - start)
+    _count("compile_seconds", end - start)
+    since = getattr(_started, "at", None)
+    _started.at = None
+    if since is not None and since < start:
+        start = since  # the first graph of a Dynamo graph: AOTAutograd's work is part of its wait
+    if log.isEnabledFor(logging.INFO):
+        log.info(describe_compilation(kind, stats, end - start, cached))
+
+
+def describe_compilation(kind, stats, seconds, cached):
+    """'compiled forward graph (212 nodes; 9 fused kernels: 7 built, 2 from the kernel cache) in 3.21 s'."""
+    if stats is None:
+        return f"{kind} graph could not be compiled and runs on the eager kernels ({seconds:.2f} s)"
+    built, hits = stats.get("kernel_builds", 0), stats.get("kernel_cache_hits", 0)
+    kernels = f"{built + hits} fused kernel{'s' if built + hits != 1 else ''}"
+    if built + hits:
+        kernels += ": " + ", ".join(part for part in (f"{built} built" if built else "",
+                                                      f"{hits} from the kernel cache" if hits else "") if part)
+    nodes = f"{stats['nodes']} nodes; " if "nodes" in stats else ""
+    verb = "loaded" if cached else "compiled"
+    where = " from the graph cache" if cached else ""
+    return f"{verb} {kind} graph{where} ({nodes}{kernels}) in {seconds:.2f} s"
 
 
 def runner(forward, constants=()):
@@ -192,6 +231,7 @@ def neuron_backend(gm, example_inputs, **options):
             "CompileConfig(dynamic=False) to generate); each new input shape then compiles once.")
     _count("graphs")
     _count("graph_nodes", len(gm.graph.nodes))
+    _started.at = time.perf_counter()
     from torch._dynamo.backends.common import aot_autograd
 
     from . import graph_cache

@@ -162,7 +162,7 @@ class Program:
             os.makedirs(debug, exist_ok=True)
             with open(os.path.join(debug, filename[1:-1].replace(" ", "_") + ".py"), "w") as f:
                 f.write(self.source)
-        count_compilation(start, stats)
+        count_compilation(start, stats, self.kind, cached=True)
         return runner(functools.partial(env["forward"], attrs), list(vars(attrs).values()))
 
 
