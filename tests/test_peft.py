@@ -28,13 +28,9 @@ pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from test_sft import _maker
+    from test_sft import make_data
 
-    root = tmp_path_factory.mktemp("peft")
-    maker = _maker()
-    maker.make_model(str(root / "model"))
-    maker.make_dataset(str(root / "data"))
-    return root
+    return make_data(tmp_path_factory.mktemp("peft"))
 
 
 def train(root, kind, cpu):

@@ -42,13 +42,17 @@ def _maker():
     return module
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sft")
+def make_data(root):
+    """The tiny model and the chat dataset (examples/make_sft_data.py) under `root`."""
     maker = _maker()
     maker.make_model(str(root / "model"))
     maker.make_dataset(str(root / "data"))
     return root
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_data(tmp_path_factory.mktemp("sft"))
 
 
 def sft(root, name, *extra, nproc=1, batch=2, grid=None, timeout=600):
