@@ -5,6 +5,9 @@ import torch
 import torch_neuronx
 
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
+# Reduced-precision fused Adam computes in float and rounds once, as the CPU does: one unit in
+# the last place at the most.
+ULP_TOL = {torch.bfloat16: dict(rtol=2**-7, atol=1e-5), torch.float16: dict(rtol=2**-10, atol=1e-6)}
 
 
 def twin_params(dtype, seed=0):
@@ -82,6 +85,30 @@ def test_fused_sgd_under_grad_scaler_skips_overflowing_steps():
     for p, d in zip(cpu, dev):
         torch.testing.assert_close(d.detach().cpu(), p.detach())
         torch.testing.assert_close(d.grad.cpu(), p.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_fused_adam_reduced_precision_blocks_match_cpu(dtype, amsgrad):
+    """bf16 / f16 parameters larger than the kernel's block of 512 (and not a multiple of it),
+    with a grad scale: weights, moments and the unscaled gradient written back."""
+    g = torch.Generator().manual_seed(3)
+    cpu = [torch.nn.Parameter(torch.randn(s, generator=g).to(dtype)) for s in [(1300,), (40, 33), (5,)]]
+    dev = [torch.nn.Parameter(p.detach().to("neuron")) for p in cpu]
+    states = {}
+    for params, device in ((cpu, "cpu"), (dev, "neuron")):
+        for p in params:
+            p.grad = (torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())) * 8).to(dtype).to(device)
+        moments = [[torch.rand(p.shape, generator=torch.Generator().manual_seed(k)).to(dtype).to(device) for p in params]
+                   for k in range(3)]
+        torch._fused_adamw_(params, [p.grad for p in params], moments[0], moments[1], moments[2] if amsgrad else [],
+                            [torch.full((), 3.0, device=device) for p in params], lr=0.01, beta1=0.9, beta2=0.999,
+                            weight_decay=0.01, eps=1e-8, amsgrad=amsgrad, maximize=False,
+                            grad_scale=torch.tensor(4.0, device=device), found_inf=torch.tensor(0.0, device=device))
+        states[device] = [t.detach().cpu() for t in (*params, *(p.grad for p in params), *moments[0], *moments[1],
+                                                      *(moments[2] if amsgrad else []))]
+    for d, c in zip(states["neuron"], states["cpu"]):
+        torch.testing.assert_close(d, c, **ULP_TOL[dtype])
 
 
 def test_fused_adam_with_grad_scale_and_found_inf():

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "elem.h"
+#include "half.h"
 #include "strided.h"
 #include "table.h"
 #include "tn/optim.h"
@@ -42,6 +43,45 @@ static void adam_f32(const adam_consts *c, const tn_adam_config *cfg, const tn_a
                            (float *)g->exp_avg_sq + lo, vmax ? vmax + lo : NULL);
 }
 
+/* bfloat16 and float16 groups: each block of elements widened to float, stepped by the float32
+ * row kernel and rounded back, as PyTorch's fused Adam computes reduced-precision parameters in
+ * float (its opmath). The unscaled gradient is written back only with a grad scale. */
+enum { ADAM_BLOCK = 512 };
+
+static void widen(int32_t dtype, const uint16_t *src, float *dst, int64_t n) {
+    if (dtype == TN_DTYPE_BF16)
+        for (int64_t i = 0; i < n; i++) dst[i] = tn_bf16_to_f32_inline(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = tn_f16_to_f32_inline(src[i]);
+}
+
+static void narrow(int32_t dtype, const float *src, uint16_t *dst, int64_t n) {
+    if (dtype == TN_DTYPE_BF16)
+        for (int64_t i = 0; i < n; i++) dst[i] = tn_f32_to_bf16_inline(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = tn_f32_to_f16_inline(src[i]);
+}
+
+static void adam_half(const adam_consts *c, const tn_adam_config *cfg, const tn_adam_group *g,
+                      int64_t lo, int64_t hi) {
+    uint16_t *half[5] = {(uint16_t *)g->param, (uint16_t *)g->grad, (uint16_t *)g->exp_avg,
+                         (uint16_t *)g->exp_avg_sq, (uint16_t *)g->max_exp_avg_sq};
+    int written[5] = {1, cfg->grad_scale != NULL, 1, 1, 1};
+    float wide[5][ADAM_BLOCK];
+    tn_adam_group block = *g;
+    block.dtype = TN_DTYPE_F32;
+    for (int64_t start = lo; start < hi; start += ADAM_BLOCK) {
+        int64_t n = hi - start < ADAM_BLOCK ? hi - start : ADAM_BLOCK;
+        for (int j = 0; j < 5; j++)
+            if (half[j]) widen(g->dtype, half[j] + start, wide[j], n);
+        block.param = wide[0], block.grad = wide[1], block.exp_avg = wide[2], block.exp_avg_sq = wide[3];
+        block.max_exp_avg_sq = half[4] ? wide[4] : NULL;
+        adam_f32(c, cfg, &block, 0, n);
+        for (int j = 0; j < 5; j++)
+            if (half[j] && written[j]) narrow(g->dtype, wide[j], half[j] + start, n);
+    }
+}
+
 /* A thread's share of the concatenated elements of a list of groups, taken group by group. */
 typedef struct group_share {
     int64_t first, last, start;
@@ -76,6 +116,10 @@ void tn_kernel_adam(const tn_adam_config *cfg, int32_t count, const tn_adam_grou
                          cfg->grad_scale ? 1.0 / *cfg->grad_scale : 1.0};
         if (g->dtype == TN_DTYPE_F32) {
             adam_f32(&c, cfg, g, lo, hi);
+            continue;
+        }
+        if (g->dtype == TN_DTYPE_BF16 || g->dtype == TN_DTYPE_F16) {
+            adam_half(&c, cfg, g, lo, hi);
             continue;
         }
         int32_t es = tn_dtype_size(g->dtype);
