@@ -21,7 +21,9 @@ second process on the cache the first left: "warm first s" is that process's fir
 the best of --steps steady steps (on neuron after two unmeasured ones: a compiled graph records
 its launches at its second call and replays from the third). "gemm s" (neuron eager rows) is the
 step's Linear products alone, forward and backward, on the device: the floor that fusing the
-rest cannot go below. "traced s" is the warm process's Dynamo tracing, which no cache skips. "loss" is the first
+rest cannot go below. The eager row's notes also give the device time of the ops the compiler
+can fuse (pointwise chains and row means, timed in a third process with launch blocking): the
+ratio line turns it into the most that compiling the step could gain. "traced s" is the warm process's Dynamo tracing, which no cache skips. "loss" is the first
 step's, the same computation on every row of a model, dtype and length. The ratios at the end are the
 issue's targets: eager ≥ 1.0× CPU eager; compiled ≥ 1.3× neuron eager and ≥ 1.0× Inductor;
 cold compiled first step ≤ Inductor's; warm first step ≤ 3 steady steps.
@@ -73,6 +75,31 @@ def gemm_seconds(model, tokens, device, repeat=3):
     return total
 
 
+def fusable_seconds(step, steps=2):
+    """Of one eager step on neuron, the device time of the ops the compiler can fuse: those of
+    its pointwise table (fusion.LOWERING), row sums and means, dtype copies, and the autograd
+    formulas built from them, timed as each op's self time with NEURON_LAUNCH_BLOCKING=1 (the
+    process must have been started so). Matrix products, attention, log-softmax, the loss, the
+    embedding and the optimizer stay the same kernels in a compiled graph; a fused region still
+    reads and writes its tensors once, so eager / (eager - this) is an upper bound on what
+    compiling the step can gain."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from torch_neuronx.compiler.fusion import LOWERING
+
+    names = {f"aten::{op._schema.name.split('::')[1]}" for op in LOWERING}
+    names |= {"aten::mean", "aten::sum", "aten::_to_copy", "aten::copy_", "aten::_copy_from",
+              "aten::silu_backward", "aten::gelu_backward", "aten::threshold_backward",
+              "aten::sigmoid_backward", "aten::tanh_backward", "aten::add_", "aten::mul_"}
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+        torch.neuron.synchronize()
+    us = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in names)
+    return us / 1e6 / steps
+
+
 def child(model_name, seq, device, mode, steps, dtype_name):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
@@ -87,7 +114,7 @@ def child(model_name, seq, device, mode, steps, dtype_name):
     torch.set_num_threads(threads())
     model = MODELS[model_name](getattr(torch, dtype_name)).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)  # the Trainer's default optim
-    forward = model
+    forward = model  # modes "eager" and "fusable"
     if mode == "compiled":
         forward = torch.compile(model, backend="neuron" if device == "neuron" else "inductor", dynamic=False)
     g = torch.Generator().manual_seed(0)
@@ -118,6 +145,8 @@ def child(model_name, seq, device, mode, steps, dtype_name):
            "traced": sum(compilation_time_metrics.get("bytecode_tracing", []))}
     if mode == "eager" and steps and device == "neuron":
         out["gemm"] = gemm_seconds(model, BATCH * seq, device)
+    if mode == "fusable":  # an eager process under NEURON_LAUNCH_BLOCKING=1 (see fusable_seconds)
+        out["fusable"] = fusable_seconds(step)
     if device == "neuron":
         out["fallbacks"] = sum(torch_neuronx.get_fallback_ops().values())
         m = torch_neuronx.get_dynamo_metrics()
@@ -188,12 +217,16 @@ def compare(model, seq, dtype, args, skip_cpu):
             r = run((model, seq, device, mode, args.steps, dtype), env)
             if mode == "compiled":
                 r["warm"] = run((model, seq, device, mode, 0, dtype), env)
+        if device == "neuron" and mode == "eager":
+            r["fusable"] = run((model, seq, device, "fusable", 0, dtype), dict(env, NEURON_LAUNCH_BLOCKING="1"))["fusable"]
         got[device, mode] = r
         tok = BATCH * seq / r["step"]
         warm = f"{r['warm']['first']:12.2f}" if "warm" in r else f"{'-':>12}"
         traced = f"{r['warm']['traced']:8.2f}" if "warm" in r else f"{'-':>8}"
         gemm = f"{r['gemm']:7.3f}" if "gemm" in r else f"{'-':>7}"
         notes = []
+        if "fusable" in r:
+            notes.append(f"{r['fusable']:.3f} s in ops fusion can take")
         if "fallbacks" in r:
             notes.append(f"{r['fallbacks']} fallback calls")
         if "warm" in r and "cache" in r["warm"]:
@@ -202,7 +235,8 @@ def compare(model, seq, dtype, args, skip_cpu):
               f"{r['first']:8.2f} {warm} {traced}  {r['loss']:7.4f}  {'; '.join(notes)}", flush=True)
     ne, nc = got["neuron", "eager"], got["neuron", "compiled"]
     line = (f"{'':>10} {seq:>4} {dtype:>8} targets: compiled {ne['step'] / nc['step']:.2f}x neuron eager (>=1.3; "
-            f"the GEMMs alone allow {ne['step'] / ne['gemm']:.2f}x); warm first "
+            f"the GEMMs alone allow {ne['step'] / ne['gemm']:.2f}x, fusing every pointwise op at no cost "
+            f"{ne['step'] / max(ne['step'] - ne['fusable'], 1e-9):.2f}x); warm first "
             f"{nc['warm']['first'] / nc['step']:.1f} steady steps (<=3; {nc['warm']['traced']:.1f} s of it Dynamo tracing)")
     if ("cpu", "eager") in got:
         ce, cc = got["cpu", "eager"], got["cpu", "compiled"]
