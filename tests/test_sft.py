@@ -152,20 +152,26 @@ def fsdp2(data):
     return sft(data, "fsdp2", "--torch_compile", "true", nproc=2, grid=(1, 2))
 
 
-def test_fsdp2_matches_one_process_with_both_batches(data, fsdp2):
+@pytest.fixture(scope="module")
+def batch4(data):
+    """One process taking the 4 sequences that two data-parallel ranks share."""
+    return sft(data, "batch4", batch=4)[0]
+
+
+def test_fsdp2_matches_one_process_with_both_batches(fsdp2, batch4):
     """Two data-parallel ranks with 2 sequences each take the same sequences as one process
     with 4 (accelerate hands batch i of the sampler to rank i % 2)."""
-    check_ranks(fsdp2, sft(data, "batch4", batch=4)[0])
+    check_ranks(fsdp2, batch4)
 
 
-def test_tp2_fsdp2_four_processes_matches_one_process(data):
+def test_tp2_fsdp2_four_processes_matches_one_process(data, batch4):
     """The recipe's grid, compiled: 2 tensor-parallel x 2 data-parallel ranks (4 processes, about
     a minute on 2 cores) with the losses of one process taking all 4 sequences."""
     grid = sft(data, "tp2_fsdp2", "--torch_compile", "true", nproc=4, grid=(2, 2), timeout=900)
-    check_ranks(grid, sft(data, "batch4_ref", batch=4)[0])
+    check_ranks(grid, batch4)
 
 
-def test_checkpoints_load_on_cpu_with_the_trained_logits(data, eager, tp2, fsdp2):
+def test_checkpoints_load_on_cpu_with_the_trained_logits(data, eager, tp2, fsdp2, batch4):
     """The saved models (one process, TP=2, FSDP=2) load with plain Transformers on the CPU in
     a fresh process without the device, and give the logits of the model trained in one process."""
     dirs = [data / name for name in ("eager", "tp2", "fsdp2", "batch4")] + [data / "model"]
