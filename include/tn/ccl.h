@@ -169,6 +169,15 @@ void tn_comm_get_stats(tn_comm_t comm, tn_comm_stats *stats);
 tn_status tn_comm_launch(tn_comm_t comm, tn_stream_t stream, const char *name, const tn_coll *ops,
                          int32_t n, tn_comm_work_t work);
 
+/* Runs one small collective at once on the calling thread, when that changes nothing but its
+ * latency: a collective (not point-to-point, not all-to-all) of up to 64 KiB within one host,
+ * no capture recording, `stream` (where it would be launched) and `after` (the stream it would
+ * be ordered after) both idle, and every peer starting the same collective within ~20 us.
+ * Returns OK when it ran (its outcome is `work`'s), NOT_READY when it must be launched with
+ * tn_comm_launch instead, another status for operations that are not valid. */
+tn_status tn_comm_run_now(tn_comm_t comm, tn_stream_t stream, tn_stream_t after, const char *name,
+                          const tn_coll *op, tn_comm_work_t work);
+
 /* Completion of launched work, shared by the launch and its owner (reference counted). */
 tn_status tn_comm_work_create(tn_comm_work_t *work);
 void tn_comm_work_retain(tn_comm_work_t work);

@@ -232,9 +232,38 @@ static tn_status run_wait(void *p) {
     return st;
 }
 
+/* How long a rank waits on the calling thread for its peers (tn_comm_run_now) or for a launched
+ * collective (tn_comm_work_wait) when its streams are idle, before it leaves the rest to the
+ * streams: about what the stream path costs (an event, a stream task and a worker's wake-up on
+ * each side). */
+#define NOW_WAIT_NS 20000
+
+/* Waits up to NOW_WAIT_NS for `done(arg)`, pausing then yielding the CPU: 1 if it came. */
+static int wait_briefly(int (*done)(const void *), const void *arg) {
+    int64_t until = tn_ccl_now_ns() + NOW_WAIT_NS;
+    for (uint32_t k = 0; !done(arg); k++) {
+        if (tn_ccl_now_ns() > until) return 0;
+        if (k < 64)
+            _mm_pause();
+        else
+            sched_yield();
+    }
+    return 1;
+}
+
+static int stream_idle(const void *s) { return tn_stream_query((tn_stream_t)s) == TN_STATUS_OK; }
+
+static int work_finished(const void *w) { return tn_comm_work_query((tn_comm_work_t)w) != TN_STATUS_NOT_READY; }
+
 tn_status tn_comm_work_wait(tn_comm_work_t w, tn_stream_t stream) {
     tn_capture_refuse("a wait for a collective launched outside the recording");
     if (tn_comm_work_query(w) == TN_STATUS_OK) return TN_STATUS_OK;
+    /* A stream with nothing queued has nothing to overlap with the wait: a collective about to
+     * finish is waited for here, which leaves the stream idle for the next one to run at once
+     * (tn_comm_run_now) instead of queueing every later collective behind this wait. */
+    if (tn_stream_query(stream) == TN_STATUS_OK && wait_briefly(work_finished, w) &&
+        tn_comm_work_query(w) == TN_STATUS_OK)
+        return TN_STATUS_OK;
     tn_comm_work_retain(w);
     wait_task t = {w};
     tn_status st = tn_stream_launch(stream, "c10d::wait", run_wait, &t, sizeof t);
@@ -305,6 +334,23 @@ static tn_status run_ops(tn_comm_t c, const tn_coll *ops, int32_t n) {
     return TN_STATUS_OK;
 }
 
+/* Counts a launch that has run and completes its work. */
+static tn_status finish_launch(launch_task *t, tn_status st, int64_t start) {
+    tn_comm_t c = t->comm;
+    uint64_t bytes = 0;
+    for (int32_t i = 0; i < t->n; i++) bytes += t->ops[i].count * (uint64_t)tn_dtype_size(t->ops[i].dtype);
+    __atomic_add_fetch(&c->stats.launches, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.operations, (uint64_t)t->n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->stats.busy_ns, (uint64_t)(tn_ccl_now_ns() - start), __ATOMIC_RELAXED);
+    if (t->work) {
+        work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
+        tn_comm_work_release(t->work);
+    }
+    if (t->counted) __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    return st;
+}
+
 /* Collectives take the step sequence: one at a time. Point-to-point launches only need their
  * direction to themselves (a mailbox's writer or its reader), so a receive runs while a send on
  * another stream waits for its peer: separate isend and irecv calls then do not deadlock. */
@@ -325,22 +371,10 @@ static tn_status run_launch(void *p) {
     if (recvs) pthread_mutex_unlock(&c->recv_lock);
     if (sends) pthread_mutex_unlock(&c->send_lock);
     if (colls) pthread_mutex_unlock(&c->run_lock);
-    uint64_t bytes = 0;
-    for (int32_t i = 0; i < t->n; i++) bytes += t->ops[i].count * (uint64_t)tn_dtype_size(t->ops[i].dtype);
-    __atomic_add_fetch(&c->stats.launches, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&c->stats.operations, (uint64_t)t->n, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&c->stats.bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&c->stats.busy_ns, (uint64_t)(tn_ccl_now_ns() - start), __ATOMIC_RELAXED);
-    if (t->work) {
-        work_complete(t->work, st, st == TN_STATUS_OK ? "" : tn_last_error());
-        tn_comm_work_release(t->work);
-    }
-    if (t->counted) __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
-    return st;
+    return finish_launch(t, st, start);
 }
 
-tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, const tn_coll *ops,
-                         int32_t n, tn_comm_work_t work) {
+static tn_status check_ops(tn_comm_t c, const char *name, const tn_coll *ops, int32_t n) {
     if (n < 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: no operation to launch", name);
     for (int32_t i = 0; i < n; i++) {
         const tn_coll *o = &ops[i];
@@ -352,6 +386,13 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
             return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: rank %d is not a %s in a group of %d",
                             name, (int)who, is_p2p(o->kind) ? "peer" : "root", (int)size);
     }
+    return TN_STATUS_OK;
+}
+
+tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, const tn_coll *ops,
+                         int32_t n, tn_comm_work_t work) {
+    tn_status checked = check_ops(c, name, ops, n);
+    if (checked != TN_STATUS_OK) return checked;
     int recording = tn_capture_active();
     if (trace_enabled())
         for (int32_t i = 0; i < n; i++) trace(c, recording ? "record" : "launch", 0, stream, &ops[i]);
@@ -375,6 +416,90 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
     if (st != TN_STATUS_OK && tn_runtime_launch_blocking() == 0) {
         /* nothing was enqueued */
         if (!recording) __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+        if (work) tn_comm_work_release(work);
+    }
+    return st;
+}
+
+/* ---- running at once ---- */
+
+static uint64_t moved_bytes(tn_comm_t c, const tn_coll *o) {
+    uint64_t bytes = o->count * (uint64_t)tn_dtype_size(o->dtype);
+    switch (o->kind) {
+    case TN_COLL_KIND_ALL_GATHER:
+    case TN_COLL_KIND_GATHER:
+    case TN_COLL_KIND_REDUCE_SCATTER:
+    case TN_COLL_KIND_SCATTER:
+        return bytes * (uint64_t)c->size;
+    default:
+        return bytes;
+    }
+}
+
+typedef struct started_at {
+    tn_comm_t comm;
+    uint64_t seq;
+} started_at;
+
+static int peers_started(const void *p) {
+    const started_at *a = p;
+    for (int32_t r = 0; r < a->comm->size; r++)
+        if (r != a->comm->rank && tn_load(&a->comm->seg[r]->seq.v) < a->seq) return 0;
+    return 1;
+}
+
+/* Runs on the calling thread, holding the stream's launch lock and the communicator's run lock. */
+static tn_status run_now_task(void *p) {
+    launch_task *t = p;
+    int64_t start = tn_ccl_now_ns();
+    finish_launch(t, run_ops(t->comm, t->ops, 1), start);
+    return TN_STATUS_OK; /* the collective's own outcome is the work's */
+}
+
+tn_status tn_comm_run_now(tn_comm_t c, tn_stream_t stream, tn_stream_t after, const char *name, const tn_coll *op,
+                          tn_comm_work_t work) {
+    tn_status checked = check_ops(c, name, op, 1);
+    if (checked != TN_STATUS_OK) return checked;
+    if (c->hosts > 1 || is_p2p(op->kind) || op->kind == TN_COLL_KIND_ALL_TO_ALL ||
+        moved_bytes(c, op) > TN_COMM_DIRECT_BYTES || tn_capture_active() ||
+        tn_stream_query(after) != TN_STATUS_OK)
+        return TN_STATUS_NOT_READY;
+    /* The stream may still be finishing the last collective (its work completed, the task not
+     * yet counted): give it the moment it needs. */
+    if (tn_stream_pending(stream) > 1 || !wait_briefly(stream_idle, stream)) return TN_STATUS_NOT_READY;
+    /* a collective of a replayed graph may be running on another stream */
+    if (pthread_mutex_trylock(&c->run_lock) != 0) return TN_STATUS_NOT_READY;
+    if (c->failure[0]) { /* the launched task reports it */
+        pthread_mutex_unlock(&c->run_lock);
+        return TN_STATUS_NOT_READY;
+    }
+    /* Announce the collective (the number run_ops publishes when it starts it), then wait a
+     * little for the peers to announce it too. Once every rank has, each finishes it waiting
+     * for nothing but the others, so this thread does not block for long. If they are late,
+     * the task launched instead starts it under the same number. */
+    started_at next = {c, c->seq + 1};
+    tn_store(&c->seg[c->rank]->seq.v, next.seq);
+    if (!wait_briefly(peers_started, &next)) {
+        pthread_mutex_unlock(&c->run_lock);
+        return TN_STATUS_NOT_READY;
+    }
+    if (trace_enabled()) trace(c, "run now", 0, stream, op);
+    _Alignas(launch_task) unsigned char buf[sizeof(launch_task) + sizeof(tn_coll)];
+    launch_task *t = (launch_task *)buf;
+    memset(t, 0, sizeof *t);
+    t->comm = c;
+    t->name = name;
+    t->work = work;
+    t->counted = 1;
+    t->n = 1;
+    memcpy(t->ops, op, sizeof *op);
+    if (work) tn_comm_work_retain(work);
+    __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    /* holding the stream's launch lock keeps later launches on it behind the collective */
+    tn_status st = tn_stream_run_if_idle(stream, name, run_now_task, t);
+    pthread_mutex_unlock(&c->run_lock);
+    if (st == TN_STATUS_NOT_READY) { /* a graph replay recorded an event on the stream meanwhile */
+        __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
         if (work) tn_comm_work_release(work);
     }
     return st;

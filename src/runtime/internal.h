@@ -53,6 +53,8 @@ void tn_device_wait_idle(int32_t device);
 /* Runs fn(arg) on the calling thread if the stream has no pending work (so the result is the
  * same as enqueueing it) and returns its status; TN_STATUS_NOT_READY if the stream is busy. */
 tn_status tn_stream_run_if_idle(tn_stream_t stream, const char *op, tn_task_fn fn, void *arg);
+/* Tasks enqueued on the stream and not yet completed. */
+uint64_t tn_stream_pending(tn_stream_t stream);
 /* Returns and clears the first kernel error kept on the stream. */
 tn_status tn_stream_take_error(tn_stream_t stream);
 

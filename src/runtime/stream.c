@@ -209,6 +209,11 @@ static int idle(tn_stream_t s) {
            __atomic_load_n(&s->enqueued, __ATOMIC_ACQUIRE);
 }
 
+uint64_t tn_stream_pending(tn_stream_t s) {
+    uint64_t done = __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->enqueued, __ATOMIC_ACQUIRE) - done;
+}
+
 tn_status tn_stream_run_if_idle(tn_stream_t s, const char *op, tn_task_fn fn, void *arg) {
     tn_status st = tn_runtime_ensure();
     if (st != TN_STATUS_OK) return st;

@@ -99,6 +99,7 @@ int tn_test_failures;
     X(test_graph_rejects_bad_regions) \
     X(test_graph_row_sums)       \
     X(test_ccl_collectives)      \
+    X(test_ccl_run_now)          \
     X(test_ccl_point_to_point)   \
     X(test_ccl_failures)          \
     X(test_ccl_across_hosts)

@@ -1,9 +1,12 @@
 /* The collectives (src/ccl) with three ranks as three threads of this process, each with its
  * own communicator and stream: results against their definitions (small integers, so every
  * reduction is exact whatever its order), in place and out of place, on both sides of the
- * direct/chunked and slot-sized boundaries, with both ways of staging; point-to-point rings larger than a mailbox; and the
- * failures (mismatched calls, a missing rank) reported on every rank within the deadline. */
+ * direct/chunked and slot-sized boundaries, with both ways of staging; point-to-point rings larger than a mailbox;
+ * small collectives run at once on the calling threads (tn_comm_run_now), mixed with launched
+ * ones; and the failures (mismatched calls, a missing rank) reported on every rank within the
+ * deadline. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -241,6 +244,112 @@ void test_ccl_collectives(void) {
     run_all(&g, barrier, st);
     for (int r = 0; r < RANKS; r++) CHECK(st[r] == TN_STATUS_OK);
     CHECK(tn_comm_sequence(g.comm[0]) == tn_comm_sequence(g.comm[2]));
+    destroy_group(&g);
+}
+
+/* ---- tn_comm_run_now: each rank a thread, as a process's host thread would call it ---- */
+
+typedef struct now_rank {
+    group *g;
+    int rank, iters, late_every; /* rank 0 sleeps 1 ms before every late_every-th call */
+    int ran, launched, wrong, bad_status;
+} now_rank;
+
+static void *run_now_rank(void *p) {
+    now_rank *a = p;
+    tn_stream_t stream = a->g->stream[a->rank], after;
+    if (tn_stream_get(0, 4 + a->rank, &after) != TN_STATUS_OK) {
+        a->bad_status++;
+        return NULL;
+    }
+    float send[5], recv[5];
+    for (int it = 0; it < a->iters; it++) {
+        if (a->rank == 0 && a->late_every && it % a->late_every == 0) {
+            struct timespec t = {0, 1000000};
+            nanosleep(&t, NULL);
+        }
+        for (int i = 0; i < 5; i++) send[i] = value(a->rank, (uint64_t)(i + it));
+        tn_coll op = {.kind = TN_COLL_KIND_ALL_REDUCE, .dtype = TN_DTYPE_F32, .op = TN_COMM_OP_SUM,
+                      .count = 5, .send = send, .recv = recv};
+        tn_comm_work_t w;
+        tn_comm_work_create(&w);
+        tn_status st = tn_comm_run_now(a->g->comm[a->rank], stream, after, "test", &op, w);
+        if (st == TN_STATUS_OK) {
+            a->ran++;
+            a->bad_status += tn_comm_work_query(w) != TN_STATUS_OK; /* complete on return */
+        } else {
+            a->bad_status += st != TN_STATUS_NOT_READY;
+            a->bad_status += tn_comm_launch(a->g->comm[a->rank], stream, "test", &op, 1, w) != TN_STATUS_OK;
+            a->launched++;
+        }
+        a->bad_status += tn_comm_work_synchronize(w) != TN_STATUS_OK;
+        tn_comm_work_release(w);
+        tn_stream_synchronize(stream);
+        for (int i = 0; i < 5; i++) {
+            uint64_t k = (uint64_t)(i + it);
+            a->wrong += recv[i] != value(0, k) + value(1, k) + value(2, k);
+        }
+    }
+    return NULL;
+}
+
+static tn_status hold_until_released(void *p) {
+    int *flag = *(int **)p;
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) sched_yield();
+    return TN_STATUS_OK;
+}
+
+static void run_now_all(group *g, int iters, int late_every, now_rank out[RANKS]) {
+    pthread_t t[RANKS];
+    for (int r = 0; r < RANKS; r++) {
+        out[r] = (now_rank){.g = g, .rank = r, .iters = iters, .late_every = late_every};
+        pthread_create(&t[r], NULL, run_now_rank, &out[r]);
+    }
+    for (int r = 0; r < RANKS; r++) pthread_join(t[r], NULL);
+}
+
+void test_ccl_run_now(void) {
+    group g;
+    CHECK(make_group(&g, 20000) == 0);
+    /* in step: most calls run at once (a thread descheduled for > 20 us makes the others launch) */
+    now_rank out[RANKS];
+    run_now_all(&g, 200, 0, out);
+    for (int r = 0; r < RANKS; r++) {
+        CHECK(out[r].wrong == 0 && out[r].bad_status == 0);
+        CHECK(out[r].ran + out[r].launched == 200);
+        CHECK(out[r].ran > 0);
+    }
+    /* rank 0 late every 4th call: the others announce, give up after ~20 us and launch, and the
+     * launched tasks run those collectives under the announced numbers */
+    run_now_all(&g, 40, 4, out);
+    for (int r = 0; r < RANKS; r++) CHECK(out[r].wrong == 0 && out[r].bad_status == 0);
+    CHECK(out[1].launched >= 10 && out[2].launched >= 10);
+    CHECK(tn_comm_sequence(g.comm[0]) == 240 && tn_comm_sequence(g.comm[2]) == 240);
+
+    /* what never runs at once: all-to-all, more than 64 KiB, point-to-point, after a stream
+     * with work queued; and an operation that is not valid is refused */
+    float x[4] = {0};
+    tn_coll small = {.kind = TN_COLL_KIND_ALL_REDUCE, .dtype = TN_DTYPE_F32, .op = TN_COMM_OP_SUM,
+                     .count = 4, .send = x, .recv = x};
+    tn_coll a2a = {.kind = TN_COLL_KIND_ALL_TO_ALL, .dtype = TN_DTYPE_F32, .send = x, .recv = x};
+    tn_coll big = small, send = small, invalid = small;
+    big.count = (64u << 10) / 4 + 1;
+    send.kind = TN_COLL_KIND_SEND;
+    send.peer = 1;
+    invalid.kind = TN_COLL_KIND_BROADCAST;
+    invalid.root = RANKS;
+    tn_stream_t s0 = g.stream[0], busy;
+    CHECK_OK(tn_stream_get(0, 7, &busy));
+    CHECK(tn_comm_run_now(g.comm[0], s0, s0, "test", &a2a, NULL) == TN_STATUS_NOT_READY);
+    CHECK(tn_comm_run_now(g.comm[0], s0, s0, "test", &big, NULL) == TN_STATUS_NOT_READY);
+    CHECK(tn_comm_run_now(g.comm[0], s0, s0, "test", &send, NULL) == TN_STATUS_NOT_READY);
+    CHECK(tn_comm_run_now(g.comm[0], s0, s0, "test", &invalid, NULL) == TN_STATUS_INVALID_ARGUMENT);
+    int release = 0;
+    CHECK_OK(tn_stream_launch(busy, "hold", hold_until_released, &(int *){&release}, sizeof(int *)));
+    CHECK(tn_comm_run_now(g.comm[0], s0, busy, "test", &small, NULL) == TN_STATUS_NOT_READY);
+    __atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+    CHECK_OK(tn_stream_synchronize(busy));
+    CHECK(tn_comm_sequence(g.comm[0]) == 240); /* nothing refused was announced or run */
     destroy_group(&g);
 }
 

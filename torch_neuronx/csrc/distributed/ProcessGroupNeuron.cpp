@@ -307,10 +307,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupNeuron::launch(c10d::OpType type, con
   bool sends_only = std::all_of(ops.begin(), ops.end(), [](const tn_coll& c) { return c.kind == TN_COLL_KIND_SEND; });
   tn_stream_t s = sends_only ? send_stream_ : stream_;
   if (!cpu && tn_capture_active()) return launch_recorded(type, name, ops, *tensors, std::move(outputs));
-  if (!cpu) stream_after(s, current_stream(device_));
   tn_comm_work_t w = nullptr;
   check(tn_comm_work_create(&w));
-  tn_status st = tn_comm_launch(comm_, s, name, ops.data(), static_cast<int32_t>(ops.size()), w);
+  // A small collective with nothing queued before it runs now on this thread (no event, task or
+  // worker wake-up on either side): its work is complete when it returns.
+  tn_status st = TN_STATUS_NOT_READY;
+  if (!cpu && ops.size() == 1) st = tn_comm_run_now(comm_, s, current_stream(device_), name, ops.data(), w);
+  if (st == TN_STATUS_OK)
+    return c10::make_intrusive<NeuronWork>(type, name, w, c10::Device(kNeuron, device_), std::move(tensors),
+                                           std::move(outputs), blocking, 0);
+  if (st == TN_STATUS_NOT_READY) {
+    tn_stream_t caller = current_stream(device_);
+    if (!cpu && tn_stream_query(caller) != TN_STATUS_OK) stream_after(s, caller);  // else nothing to wait for
+    st = tn_comm_launch(comm_, s, name, ops.data(), static_cast<int32_t>(ops.size()), w);
+  }
   if (st != TN_STATUS_OK) {
     std::string msg = tn_last_error();
     tn_comm_work_release(w);
