@@ -18,10 +18,13 @@ import os
 import socket
 import statistics
 import sys
+import threading
 import time
 
 import torch
 import torch.distributed as dist
+from torch_neuronx import _C
+from torch_neuronx.distributed import collective_stats
 
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast"]
 
@@ -57,6 +60,9 @@ def call(op, a, b, group):
 
 
 def time_op(op, numel, n, dtype, device, group, budget, gloo_group):
+    """Seconds per call (the slowest rank's median) and, on neuron, the seconds per call that the
+    collective itself took (collective_stats: on the streams or the calling thread, waiting for
+    peers included; the rest is the call path through torch.distributed and the launch)."""
     a, b = buffers(op, numel, n, dtype, device)
     sync = torch.neuron.synchronize if device == "neuron" else (lambda: None)
     call(op, a, b, group)
@@ -70,6 +76,7 @@ def time_op(op, numel, n, dtype, device, group, budget, gloo_group):
     dist.all_reduce(iters, op=dist.ReduceOp.MIN, group=gloo_group)  # every rank the same count
     iters = int(iters.item())
     times = []
+    stats = collective_stats(group) if device == "neuron" else None
     for _ in range(3):
         dist.barrier(group=gloo_group)
         t = time.perf_counter()
@@ -77,9 +84,13 @@ def time_op(op, numel, n, dtype, device, group, budget, gloo_group):
             call(op, a, b, group)
         sync()
         times.append((time.perf_counter() - t) / iters)
-    mine = torch.tensor([statistics.median(times)], dtype=torch.float64)
+    own = float("nan")
+    if stats is not None:
+        after = collective_stats(group)
+        own = (after["seconds"] - stats["seconds"]) / max(1, after["launches"] - stats["launches"])
+    mine = torch.tensor([statistics.median(times), own], dtype=torch.float64)
     dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=gloo_group)  # the slowest rank
-    return mine.item()
+    return mine[0].item(), mine[1].item()
 
 
 def worker(rank, n, port, args, queue):
@@ -87,6 +98,14 @@ def worker(rank, n, port, args, queue):
     torch.neuron.set_device(rank)
     dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=300))
     gloo = dist.new_group(backend="gloo")
+    solo = [dist.new_group([r]) for r in range(n)][rank]
+    # the floors of a small collective's latency: torch.distributed's call path alone (an 8-byte
+    # all_reduce in a group of one) and a shared-memory ping-pong between two threads (rank 0,
+    # while the other ranks wait in a Gloo barrier, which sleeps)
+    floor_call, _ = time_op("all_reduce", 2, 1, torch.float32, "neuron", solo, args.budget, gloo)
+    dist.barrier(group=gloo)
+    pingpong = min(_C._comm_pingpong_us(20000) for _ in range(3)) if rank == 0 else None
+    dist.barrier(group=gloo)
     rows = []
     sizes = []
     b = 8
@@ -100,10 +119,10 @@ def worker(rank, n, port, args, queue):
                 numel = max(n, nbytes // es // n * n)
                 if rank == 0:
                     print(f"  {dtype} {op} {nbytes} B ...", file=sys.stderr, flush=True)
-                t_neuron = time_op(op, numel, n, dtype, "neuron", None, args.budget, gloo)
-                t_gloo = time_op(op, numel, n, dtype, "cpu", gloo, args.budget, gloo) if not args.no_gloo else float("nan")
-                rows.append((str(dtype).split(".")[1], op, numel * es, t_neuron, t_gloo))
-    queue.put(rows)
+                t_neuron, t_own = time_op(op, numel, n, dtype, "neuron", None, args.budget, gloo)
+                t_gloo = time_op(op, numel, n, dtype, "cpu", gloo, args.budget, gloo)[0] if not args.no_gloo else float("nan")
+                rows.append((str(dtype).split(".")[1], op, numel * es, t_neuron, t_own, t_gloo))
+    queue.put((rows, floor_call, pingpong))
     dist.destroy_process_group()
 
 
@@ -118,6 +137,34 @@ def memcpy_gbps(nbytes):
         for _ in range(reps):
             dst.copy_(src)
         best = min(best, (time.perf_counter() - t) / reps)
+    return nbytes / best / 1e9
+
+
+def concurrent_memcpy_gbps(nbytes, n):
+    """Bandwidth of one thread copying `nbytes` while n - 1 other threads copy as much at the same
+    time: what each rank of a collective gets for its own copies when all ranks copy at once."""
+    srcs = [torch.ones(nbytes // 4) for _ in range(n)]
+    dsts = [torch.empty_like(x) for x in srcs]
+    reps = max(1, (64 << 20) // nbytes)
+    start = threading.Barrier(n)
+    took = [0.0] * n
+
+    def copy(i):
+        dsts[i].copy_(srcs[i])
+        start.wait()
+        t = time.perf_counter()
+        for _ in range(reps):
+            dsts[i].copy_(srcs[i])  # releases the GIL: the threads copy in parallel
+        took[i] = (time.perf_counter() - t) / reps
+
+    best = float("inf")
+    for _ in range(3):
+        threads = [threading.Thread(target=copy, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        best = min(best, max(took))
     return nbytes / best / 1e9
 
 
@@ -140,27 +187,32 @@ def main():
         return subprocess.call(cmd, env=env)
     rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
-    class Rows:
-        def put(self, rows):
-            self.rows = rows
+    class Out:
+        def put(self, result):
+            self.result = result
 
-    out = Rows()
+    out = Out()
     worker(rank, n, None, args, out)
     if rank != 0:
         return 0
-    rows = out.rows
-    from torch_neuronx import _C
-
-    print(f"{n} ranks on one host ({os.cpu_count()} CPUs); shared-memory ping-pong (round trip, 64 B): "
-          f"{_C._comm_pingpong_us(20000):.2f} us")
-    print(f"{'dtype':<9}{'op':<24}{'bytes':>11}{'neuron us':>11}{'algbw':>8}{'busbw':>8}"
-          f"{'gloo us':>11}{'busbw':>8}{'vs gloo':>8}{'memcpy':>8}{'bus/memcpy':>11}")
-    for dtype, op, nbytes, tn, tg in rows:
+    rows, floor_call, pingpong = out.result
+    print(f"{n} ranks on one host ({os.cpu_count()} CPUs); floors of a small collective: shared-memory "
+          f"ping-pong (round trip, 64 B, best of 3) {pingpong:.2f} us; torch.distributed's call path "
+          f"(8-byte all_reduce in a group of one) {floor_call * 1e6:.1f} us")
+    print(f"{'dtype':<9}{'op':<24}{'bytes':>11}{'neuron us':>11}{'own us':>8}{'algbw':>8}{'busbw':>8}"
+          f"{'gloo us':>11}{'busbw':>8}{'vs gloo':>8}{'memcpy':>8}{'bus/memcpy':>11}{'memcpy|n':>9}")
+    concurrent = {}
+    for dtype, op, nbytes, tn, own, tg in rows:
         f = bus_factor(op, n)
         bus_n, bus_g, mc = nbytes / tn / 1e9 * f, nbytes / tg / 1e9 * f, memcpy_gbps(max(nbytes, 4096))
-        print(f"{dtype:<9}{op:<24}{nbytes:>11}{tn * 1e6:>11.1f}{nbytes / tn / 1e9:>8.2f}{bus_n:>8.2f}"
-              f"{tg * 1e6:>11.1f}{bus_g:>8.2f}{tg / tn:>7.1f}x{mc:>8.2f}{bus_n / mc:>10.0%}")
-    print("bandwidths in GB/s; memcpy: one thread copying a CPU tensor of the same size")
+        if nbytes >= 1 << 20 and nbytes not in concurrent:
+            concurrent[nbytes] = concurrent_memcpy_gbps(nbytes, n)
+        par = f"{concurrent[nbytes]:>9.2f}" if nbytes in concurrent else f"{'':>9}"
+        print(f"{dtype:<9}{op:<24}{nbytes:>11}{tn * 1e6:>11.1f}{own * 1e6:>8.1f}{nbytes / tn / 1e9:>8.2f}"
+              f"{bus_n:>8.2f}{tg * 1e6:>11.1f}{bus_g:>8.2f}{tg / tn:>7.1f}x{mc:>8.2f}{bus_n / mc:>10.0%}{par}")
+    print("bandwidths in GB/s; own us: the collective itself per call (collective_stats: on the streams or the "
+          "calling thread, waiting for peers included); memcpy: one thread copying a CPU tensor of the same size; "
+          f"memcpy|n: one thread's copy of that size while {n - 1} more copy as much at once (from 1 MiB)")
 
 
 if __name__ == "__main__":

@@ -662,6 +662,20 @@ def _w_groups(rank, ws):
             w.wait()
         for g, op in enumerate(("sum", "max", "min")):
             check(ts[g], reduce_def(xs[g], op), f"interleaved groups it={it} group {g}")
+    # Small collectives of the two groups launched in opposite orders by rank 0 and the others
+    # (async, waited for afterwards; synchronous calls would order each group's stream after
+    # the other's wait, a cycle on any backend): a rank that finds its streams idle waits only
+    # ~20 us for its peers on the calling thread before it leaves the collective to its
+    # stream, so both groups' collectives complete.
+    for it in range(3):
+        xs = [[rank_input(r, 7, torch.float32, salt=430 + 2 * it + g) for r in range(ws)] for g in range(2)]
+        ts = [dev(xs[g][rank]) for g in range(2)]
+        works = [dist.all_reduce(ts[g], group=(full_a, full_b)[g], async_op=True)
+                 for g in ((0, 1) if rank == 0 else (1, 0))]
+        for w in works:
+            w.wait()
+        for g in range(2):
+            check(ts[g], reduce_def(xs[g], "sum"), f"groups in opposite orders it={it} group {g}")
     b = dev(rank_input(rank, 50, torch.int64, salt=420))
     dist.broadcast(b, src=1, group=full_b)  # src is a global rank
     check(b, rank_input(1, 50, torch.int64, salt=420), "broadcast in a new group")
@@ -679,7 +693,8 @@ def _w_groups(rank, ws):
 
 def test_new_group():
     """new_group of a subset ([1]) and of all ranks (twice): rank/size queries, collectives
-    interleaved across three groups with async work in flight on all, destroying a group."""
+    interleaved across three groups with async work in flight on all, two groups called in
+    opposite orders by the ranks, destroying a group."""
     run_ranks(_w_groups)
 
 

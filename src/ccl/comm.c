@@ -251,7 +251,10 @@ static int wait_briefly(int (*done)(const void *), const void *arg) {
     return 1;
 }
 
-static int stream_idle(const void *s) { return tn_stream_query((tn_stream_t)s) == TN_STATUS_OK; }
+static int streams_idle(const void *p) {
+    tn_stream_t const *s = p;
+    return tn_stream_query(s[0]) == TN_STATUS_OK && tn_stream_query(s[1]) == TN_STATUS_OK;
+}
 
 static int work_finished(const void *w) { return tn_comm_work_query((tn_comm_work_t)w) != TN_STATUS_NOT_READY; }
 
@@ -461,12 +464,14 @@ tn_status tn_comm_run_now(tn_comm_t c, tn_stream_t stream, tn_stream_t after, co
     tn_status checked = check_ops(c, name, op, 1);
     if (checked != TN_STATUS_OK) return checked;
     if (c->hosts > 1 || is_p2p(op->kind) || op->kind == TN_COLL_KIND_ALL_TO_ALL ||
-        moved_bytes(c, op) > TN_COMM_DIRECT_BYTES || tn_capture_active() ||
-        tn_stream_query(after) != TN_STATUS_OK)
+        moved_bytes(c, op) > TN_COMM_DIRECT_BYTES || tn_capture_active())
         return TN_STATUS_NOT_READY;
-    /* The stream may still be finishing the last collective (its work completed, the task not
-     * yet counted): give it the moment it needs. */
-    if (tn_stream_pending(stream) > 1 || !wait_briefly(stream_idle, stream)) return TN_STATUS_NOT_READY;
+    /* A stream with one task left is most often finishing the last collective or the wait for
+     * it (the work completed, the task not yet counted): give it the moment it needs, so that
+     * one late peer does not put every later collective on the streams. */
+    tn_stream_t both[2] = {stream, after};
+    if (tn_stream_pending(stream) > 1 || tn_stream_pending(after) > 1 || !wait_briefly(streams_idle, both))
+        return TN_STATUS_NOT_READY;
     /* a collective of a replayed graph may be running on another stream */
     if (pthread_mutex_trylock(&c->run_lock) != 0) return TN_STATUS_NOT_READY;
     if (c->failure[0]) { /* the launched task reports it */
