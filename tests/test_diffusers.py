@@ -12,49 +12,10 @@ import numpy as np
 import pytest
 import torch
 import torch_neuronx
-from diffusers import (AutoencoderKL, DDIMScheduler, FlowMatchEulerDiscreteScheduler, FluxPipeline,
-                       FluxTransformer2DModel, StableDiffusionPipeline, UNet2DConditionModel)
+from torch_neuronx.models import tiny_diffusion
 
 STEPS, SIZE = 2, 32
-
-
-def tiny_sd():
-    torch.manual_seed(0)
-    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=2, sample_size=SIZE, in_channels=4,
-                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32,
-                                norm_num_groups=32)
-    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
-                        down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-                        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"], norm_num_groups=32)
-    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
-                              set_alpha_to_one=False, steps_offset=1)
-    return StableDiffusionPipeline(vae=vae, text_encoder=None, tokenizer=None, unet=unet, scheduler=scheduler,
-                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
-
-
-def tiny_flux():
-    torch.manual_seed(0)
-    transformer = FluxTransformer2DModel(patch_size=1, in_channels=4, num_layers=1, num_single_layers=1,
-                                         attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
-                                         pooled_projection_dim=32, axes_dims_rope=[4, 4, 8])
-    vae = AutoencoderKL(sample_size=SIZE, in_channels=3, out_channels=3, block_out_channels=(4,), layers_per_block=1,
-                        latent_channels=1, norm_num_groups=1, use_quant_conv=False, use_post_quant_conv=False,
-                        shift_factor=0.0609, scaling_factor=1.5035)
-    return FluxPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
-                        text_encoder_2=None, tokenizer_2=None, transformer=transformer)
-
-
-def prompt_inputs(kind, device, dtype):
-    g = torch.Generator().manual_seed(1)
-    if kind == "sd":
-        emb, neg = torch.randn(1, 7, 32, generator=g), torch.randn(1, 7, 32, generator=g)
-        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype), guidance_scale=6.0)
-    emb, pooled = torch.randn(1, 8, 32, generator=g), torch.randn(1, 32, generator=g)
-    return dict(prompt_embeds=emb.to(device, dtype), pooled_prompt_embeds=pooled.to(device, dtype), guidance_scale=3.5)
-
-
-BUILD = {"sd": tiny_sd, "flux": tiny_flux}
+BUILD = {"sd": tiny_diffusion.stable_diffusion, "flux": tiny_diffusion.flux}
 # images are in [0, 1]: (largest, mean) absolute difference. bfloat16 rounds every layer's output
 # to 8 bits of mantissa, and the two sides accumulate in different orders (measured: 0.027 / 0.008
 # largest for the UNet / the transformer)
@@ -68,7 +29,7 @@ def pipeline(kind, device, dtype=torch.float32):
 
 
 def generate(pipe, kind, device, dtype=torch.float32):
-    out = pipe(**prompt_inputs(kind, device, dtype), num_inference_steps=STEPS, height=SIZE, width=SIZE,
+    out = pipe(**tiny_diffusion.prompt_inputs(pipe, device, dtype), num_inference_steps=STEPS, height=SIZE, width=SIZE,
                generator=torch.Generator("cpu").manual_seed(0), output_type="np").images
     assert np.isfinite(out).all()
     return out
