@@ -1,5 +1,5 @@
 """Diffusers pipelines on neuron against the same pipelines on the CPU: tiny random Stable
-Diffusion (UNet) and FLUX (transformer) pipelines built from small configs, the way Diffusers'
+Diffusion (UNet), FLUX, FLUX.2 and Qwen-Image (transformers) pipelines built from small configs, the way Diffusers'
 own tests build them, with the prompt embeddings given (no text encoder or tokenizer: the Hub is
 unreachable), 2 denoising steps at 32x32, noise from the same CPU generator on both sides.
 
@@ -15,7 +15,9 @@ import torch_neuronx
 from torch_neuronx.models import tiny_diffusion
 
 STEPS, SIZE = 2, 32
-BUILD = {"sd": tiny_diffusion.stable_diffusion, "flux": tiny_diffusion.flux}
+BUILD = {"sd": tiny_diffusion.stable_diffusion, "flux": tiny_diffusion.flux, "flux2": tiny_diffusion.flux2,
+         "qwen_image": tiny_diffusion.qwen_image}
+KINDS = list(BUILD)
 # images are in [0, 1]: (largest, mean) absolute difference. bfloat16 rounds every layer's output
 # to 8 bits of mantissa, and the two sides accumulate in different orders (measured: 0.027 / 0.008
 # largest for the UNet / the transformer)
@@ -51,7 +53,7 @@ def assert_image_close(out, ref, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
-@pytest.mark.parametrize("kind", ["sd", "flux"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_eager_pipeline_matches_cpu(kind, dtype):
     torch_neuronx.clear_op_tracking()
     out = generate(pipeline(kind, "neuron", dtype), kind, "neuron", dtype)
@@ -68,7 +70,7 @@ def compiled_twice(pipe, kind):
     return first, second, after_first, torch_neuronx.get_dynamo_metrics()
 
 
-@pytest.mark.parametrize("kind", ["sd", "flux"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_compile_repeated_blocks(kind):
     pipe = pipeline(kind, "neuron")
     model = pipe.unet if kind == "sd" else pipe.transformer
