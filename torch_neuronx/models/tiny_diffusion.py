@@ -68,7 +68,7 @@ def qwen_image(seed=0):
 
     torch.manual_seed(seed)
     transformer = QwenImageTransformer2DModel(patch_size=2, in_channels=16, out_channels=4, num_layers=2,
-                                              attention_head_dim=16, num_attention_heads=3, joint_attention_dim=16,
+                                              attention_head_dim=16, num_attention_heads=2, joint_attention_dim=16,
                                               guidance_embeds=False, axes_dims_rope=(8, 4, 4))
     vae = AutoencoderKLQwenImage(base_dim=24, z_dim=4, dim_mult=[1, 2, 4], num_res_blocks=1,
                                  temperal_downsample=[False, True], latents_mean=[0.0] * 4, latents_std=[1.0] * 4)
