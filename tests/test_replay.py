@@ -127,6 +127,39 @@ def test_inputs_at_another_storage_offset_are_recorded_again():
     assert m["recordings"] == 3 and m["replays"] == 3 and m["replay_refusals"] == 0, m
 
 
+def test_small_views_at_another_storage_offset_replay():
+    """A small input that views a larger storage at a new offset every call (a diffusion
+    scheduler's timestep, an element of its timesteps tensor): the graph reads it from a buffer
+    of its own, so one recording replays for every offset. A graph that writes into such an
+    input writes into the caller's tensor, and an output that views it views the caller's."""
+    def step(x, t):
+        return torch.sin(x) * t + t
+
+    def bump(t):
+        t.add_(1.0)
+        return t * 2.0
+
+    def alias(x, t):
+        return t.view(1), x * t
+
+    run, run_bump, run_alias = compiled(step), compiled(bump), compiled(alias)
+    ts = torch.linspace(1.0, 2.0, 6)
+    with torch.no_grad():
+        tn, x = ts.to("neuron"), torch.randn(8, 8)
+        for i in range(6):
+            torch.testing.assert_close(run(x.to("neuron"), tn[i]).cpu(), step(x, ts[i]), **TOL)
+        m = get_dynamo_metrics()
+        assert m["recordings"] == 1 and m["replays"] == 4 and m["replay_refusals"] == 0, m
+        for i in range(5):
+            torch.testing.assert_close(run_bump(tn[i]).cpu(), (ts[i] + 1.0) * 2.0, **TOL)
+        torch.testing.assert_close(tn.cpu()[:5], ts[:5] + 1.0, **TOL)  # written where the caller's views are
+        for i in range(4):
+            v, y = run_alias(x.to("neuron"), tn[i])
+            assert v.untyped_storage().data_ptr() == tn.untyped_storage().data_ptr()
+            torch.testing.assert_close(v.cpu(), tn.cpu()[i:i + 1], **TOL)
+            torch.testing.assert_close(y.cpu(), x * tn.cpu()[i], **TOL)
+
+
 def test_training_steps_replay_forward_and_backward():
     """A training step's forward saves activations that its backward reads: both graphs
     replay, each activation in memory of its own, and the losses, gradients and weights

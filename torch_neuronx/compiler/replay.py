@@ -13,6 +13,8 @@ A graph's calls go:
    pool block of an output, is noted (tn_capture_relocate).
 3. Later calls whose inputs match the recording (dtypes, shapes, strides, storage offsets,
    which inputs share a storage, the values of non-tensor inputs) replay it as one launch,
+   (a small input that views a larger storage, such as a diffusion scheduler's timestep, is
+   copied into a buffer of the graph's and back, so that its storage offset does not matter)
    with each input read where it is now and each output written to a block allocated for
    this call. Parameters, a static KV cache, token ids, a training forward's activations
    passed to its backward: none is copied, and results are never overwritten by a later call.
@@ -73,6 +75,7 @@ class Replayer:
         self.recordings = 0
         self.refused = ""       # why this graph no longer records
         self.busy = threading.Lock()  # one thread at a time records or replays
+        self.staged = None      # {input index: the graph's own buffer for that small view}
 
     def __call__(self, args):
         if self.refused or not enabled() or not self.busy.acquire(blocking=False):
@@ -83,27 +86,64 @@ class Replayer:
             self.busy.release()
 
     def _call(self, args):
+        if self.staged is None:
+            self.staged = _small_views(args)
         if self.calls == 0 and self.capture is None and self.plan:
+            swapped = self._stage(args)
             self.capture = load_plan(self.plan, args)
+            self._restore(args, swapped)
             if self.capture is not None:
                 self.count("plans_loaded")
-        inputs = [*args, *self.constants] if self.constants else args
-        if self.capture is not None and self.capture.matches(inputs):
-            outputs = self.capture.replay(inputs)
-            args.clear()
-            self.count("replays")
-            return outputs
+        if self.capture is not None:
+            swapped = self._stage(args)
+            inputs = [*args, *self.constants] if self.constants else args
+            if self.capture.matches(inputs):
+                outputs = self.capture.replay(inputs)
+                args.clear()
+                self._copy_back(swapped)
+                self.count("replays")
+                return outputs
+            self._restore(args, swapped)
         self.calls += 1
         if self.calls == 1:
             return self.forward(args)
-        return self._record(args, inputs)
+        self.staged = _small_views(args)
+        swapped = self._stage(args)
+        inputs = [*args, *self.constants] if self.constants else args
+        try:
+            return self._record(args, inputs, swapped)
+        finally:
+            self._copy_back(swapped)
+
+    # A small input that is a view into a larger storage (a scheduler's timestep, a new element
+    # of its timesteps tensor each denoising step) would match no recording: recordings match
+    # inputs by storage offset. Such inputs are copied into a buffer of the graph's own, which
+    # the graph reads instead, and copied back after it (the graph may write into its input).
+    def _stage(self, args):
+        swapped = []
+        for i, buf in self.staged.items():
+            x = args[i] if i < len(args) else None
+            if (isinstance(x, torch.Tensor) and x.device == buf.device and x.dtype == buf.dtype
+                    and x.shape == buf.shape and not x.requires_grad):
+                buf.copy_(x)
+                args[i] = buf
+                swapped.append((i, x))
+        return swapped
+
+    def _restore(self, args, swapped):
+        for i, x in swapped:
+            args[i] = x
+
+    def _copy_back(self, swapped):
+        for i, x in swapped:
+            x.copy_(self.staged[i])
 
     def _refuse(self, why):
         self.refused = why
         self.capture = None
         self.count("replay_refusals")
 
-    def _record(self, args, inputs):
+    def _record(self, args, inputs, swapped=()):
         self.capture = None
         if self.recordings >= MAX_RECORDINGS:
             self._refuse(f"its inputs changed after {MAX_RECORDINGS} recordings")
@@ -126,6 +166,11 @@ class Replayer:
             capture.end()
         if not capture.replayable:
             self._refuse(capture.reason)
+            return outputs
+        buffers = {self.staged[i].untyped_storage().data_ptr() for i, _ in swapped}
+        if any(isinstance(o, torch.Tensor) and o.device.type == "neuron" and o.untyped_storage().data_ptr() in buffers
+               for o in outputs):
+            self._refuse("an output is a view of a small input that was a view itself")
             return outputs
         why = capture.relocate(list(outputs))
         if why:
@@ -163,6 +208,26 @@ class Replayer:
 
 # A plan file: this, the SHA-256 of the rest, then the pickled (environment, C plan, state).
 PLAN_MAGIC = b"neuron replay plan 1\n"
+
+
+MAX_STAGED = 16  # elements
+
+
+def _small_views(args):
+    """{index: buffer} for the inputs that _stage copies: neuron tensors of at most MAX_STAGED
+    elements, contiguous, not requiring gradients, that view a larger storage or start inside
+    one, and share it with no other input."""
+    def storage(x):
+        return x.untyped_storage().data_ptr() if isinstance(x, torch.Tensor) and x.device.type != "meta" else None
+
+    shared = [storage(x) for x in args]
+    out = {}
+    for i, x in enumerate(args):
+        if (isinstance(x, torch.Tensor) and x.device.type == "neuron" and 0 < x.numel() <= MAX_STAGED
+                and x.is_contiguous() and not x.requires_grad and shared.count(shared[i]) == 1
+                and (x.storage_offset() != 0 or x.untyped_storage().nbytes() != x.numel() * x.element_size())):
+            out[i] = torch.empty_like(x, memory_format=torch.contiguous_format)
+    return out
 
 
 def _device_of(args):
