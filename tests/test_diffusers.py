@@ -61,25 +61,26 @@ def test_eager_pipeline_matches_cpu(kind, dtype):
     assert_image_close(out, reference(kind, dtype), dtype)
 
 
-def compiled_twice(pipe, kind):
+def compiled_twice(pipe, kind, dtype=torch.float32):
     """Two pipeline calls; returns both images and the compile counters after each."""
     torch_neuronx.reset_dynamo_metrics()
-    first = generate(pipe, kind, "neuron")
+    first = generate(pipe, kind, "neuron", dtype)
     after_first = torch_neuronx.get_dynamo_metrics()
-    second = generate(pipe, kind, "neuron")
+    second = generate(pipe, kind, "neuron", dtype)
     return first, second, after_first, torch_neuronx.get_dynamo_metrics()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_compile_repeated_blocks(kind):
-    pipe = pipeline(kind, "neuron")
+def test_compile_repeated_blocks(kind, dtype):
+    pipe = pipeline(kind, "neuron", dtype)
     model = pipe.unet if kind == "sd" else pipe.transformer
     model.compile_repeated_blocks(backend="neuron", fullgraph=True, dynamic=False)
     torch_neuronx.clear_op_tracking()
-    first, second, m1, m2 = compiled_twice(pipe, kind)
+    first, second, m1, m2 = compiled_twice(pipe, kind, dtype)
     assert torch_neuronx.get_fallback_ops() == {}
     for out in (first, second):
-        assert_image_close(out, reference(kind), torch.float32)
+        assert_image_close(out, reference(kind, dtype), dtype)
     assert m2["graphs"] == m1["graphs"] > 0 and m2["recompiles"] == 0 and m2["graph_breaks"] == 0
     assert m2["fallbacks"] == 0 and m2["replay_refusals"] == 0
     assert m2["replays"] > m1["replays"], "the second call replays the blocks' recordings"
