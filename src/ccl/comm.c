@@ -377,6 +377,19 @@ static tn_status run_launch(void *p) {
     return finish_launch(t, st, start);
 }
 
+/* A launch of `ops`, holding a reference to `work`; `counted`: in comm->pending until it runs. */
+static void fill_task(launch_task *t, tn_comm_t c, const char *name, const tn_coll *ops, int32_t n,
+                      tn_comm_work_t work, int32_t counted) {
+    t->comm = c;
+    t->name = name;
+    t->work = work;
+    t->counted = counted;
+    t->n = n;
+    memcpy(t->ops, ops, (size_t)n * sizeof(tn_coll));
+    if (work) tn_comm_work_retain(work);
+    if (counted) __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+}
+
 static tn_status check_ops(tn_comm_t c, const char *name, const tn_coll *ops, int32_t n) {
     if (n < 1) return tn_error(TN_STATUS_INVALID_ARGUMENT, "%s: no operation to launch", name);
     for (int32_t i = 0; i < n; i++) {
@@ -406,14 +419,7 @@ tn_status tn_comm_launch(tn_comm_t c, tn_stream_t stream, const char *name, cons
     size_t bytes = sizeof(launch_task) + (size_t)n * sizeof(tn_coll);
     launch_task *t = calloc(1, bytes);
     if (!t) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to launch %s", name);
-    t->comm = c;
-    t->name = name;
-    t->work = work;
-    t->counted = !recording;
-    t->n = n;
-    memcpy(t->ops, ops, (size_t)n * sizeof(tn_coll));
-    if (work) tn_comm_work_retain(work);
-    if (t->counted) __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    fill_task(t, c, name, ops, n, work, !recording);
     tn_status st = tn_stream_launch(stream, name, run_launch, t, bytes);
     free(t);
     if (st != TN_STATUS_OK && tn_runtime_launch_blocking() == 0) {
@@ -491,15 +497,7 @@ tn_status tn_comm_run_now(tn_comm_t c, tn_stream_t stream, tn_stream_t after, co
     if (trace_enabled()) trace(c, "run now", 0, stream, op);
     _Alignas(launch_task) unsigned char buf[sizeof(launch_task) + sizeof(tn_coll)];
     launch_task *t = (launch_task *)buf;
-    memset(t, 0, sizeof *t);
-    t->comm = c;
-    t->name = name;
-    t->work = work;
-    t->counted = 1;
-    t->n = 1;
-    memcpy(t->ops, op, sizeof *op);
-    if (work) tn_comm_work_retain(work);
-    __atomic_add_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
+    fill_task(t, c, name, op, 1, work, 1);
     /* holding the stream's launch lock keeps later launches on it behind the collective */
     tn_status st = tn_stream_run_if_idle(stream, name, run_now_task, t);
     pthread_mutex_unlock(&c->run_lock);

@@ -89,9 +89,7 @@ class Replayer:
         if self.staged is None:
             self.staged = _small_views(args)
         if self.calls == 0 and self.capture is None and self.plan:
-            swapped = self._stage(args)
             self.capture = load_plan(self.plan, args)
-            self._restore(args, swapped)
             if self.capture is not None:
                 self.count("plans_loaded")
         if self.capture is not None:
@@ -217,10 +215,7 @@ def _small_views(args):
     """{index: buffer} for the inputs that _stage copies: neuron tensors of at most MAX_STAGED
     elements, contiguous, not requiring gradients, that view a larger storage or start inside
     one, and share it with no other input."""
-    def storage(x):
-        return x.untyped_storage().data_ptr() if isinstance(x, torch.Tensor) and x.device.type != "meta" else None
-
-    shared = [storage(x) for x in args]
+    shared = [x.untyped_storage().data_ptr() if isinstance(x, torch.Tensor) else None for x in args]
     out = {}
     for i, x in enumerate(args):
         if (isinstance(x, torch.Tensor) and x.device.type == "neuron" and 0 < x.numel() <= MAX_STAGED
