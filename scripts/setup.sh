@@ -45,9 +45,9 @@ if ! pinned gguf==0.19.0 accelerate==1.16.0; then
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
 # TRL, PEFT and datasets for the training recipe (examples/sft.py, tests/test_sft.py).
-if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$VENV/bin/python" -c "import trl, peft, datasets" 2>/dev/null; then
-  echo "[setup] installing trl==1.16.0, peft==0.21.2, datasets==5.2.0"
-  "${PIP[@]}" install "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" 2>&1 \
+if ! pinned trl==1.16.0 peft==0.22.0 datasets==5.2.0; then
+  echo "[setup] installing trl==1.16.0, peft==0.22.0, datasets==5.2.0"
+  "${PIP[@]}" install "trl==1.16.0" "peft==0.22.0" "datasets==5.2.0" 2>&1 \
     | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 fi
 # Diffusers for the pipeline tests (tests/test_diffusers.py: tiny pipelines built from configs).
