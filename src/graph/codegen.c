@@ -263,12 +263,20 @@ static void sum_pass(text *t, const tn_graph *g, const int32_t *level, int32_t p
     put(t, "        }\n");
 }
 
-tn_status tn_graph_codegen(const tn_graph *g, char **source) {
+tn_status tn_graph_codegen(const tn_graph *region, char **source) {
     *source = NULL;
-    tn_status st = tn_graph_validate(g);
+    tn_status st = tn_graph_validate(region);
     if (st != TN_STATUS_OK) return st;
+    tn_graph ordered;
+    tn_graph_operand *operands;
+    st = tn_graph_loop_order(region, &ordered, &operands);
+    if (st != TN_STATUS_OK) return st;
+    const tn_graph *g = &ordered;
     int32_t *level = malloc(sizeof(int32_t) * (size_t)(g->nnodes > 0 ? g->nnodes : 1));
-    if (!level) return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for generated code");
+    if (!level) {
+        free(operands);
+        return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for generated code");
+    }
     int32_t deepest = levels(g, level);
     int64_t rows = 1, inner = g->sizes[g->ndim - 1];
     for (int32_t d = 0; d < g->ndim - 1; d++) rows *= g->sizes[d];
@@ -316,6 +324,7 @@ tn_status tn_graph_codegen(const tn_graph *g, char **source) {
     }
     put(&t, "        }\n    }\n}\n");
     free(level);
+    free(operands);
     if (t.failed) {
         free(t.s);
         return tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory for generated code");

@@ -229,6 +229,7 @@ void tn_capture_destroy(tn_capture_t c) {
     tn_stream_wait_idle(c->pool.stream); /* replays still queued read the recording */
     tn_memory_release_pool(&c->pool);
     tn_memory_free(c->arena);
+    tn_capture_unpin(c);
     free(c->names);
     free(c->launches);
     free(c->args);

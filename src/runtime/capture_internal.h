@@ -49,6 +49,11 @@ struct tn_capture {
      * `arena` (one device allocation) and its launches' names in `names`. */
     void *arena;
     char *names;
+    /* dlopen handles of the objects a loaded plan calls into, so that none is unloaded while
+     * the capture may replay (another graph's copy of a kernel with the same build ID, from
+     * another cache folder, was unloaded under a replay) */
+    void **pinned;
+    size_t npinned;
     int refused;
     char reason[256];
 };
@@ -56,5 +61,7 @@ struct tn_capture {
 /* Allocates the scratch a replay copies each launch's arguments into (the capture's `largest`
  * launch); refuses the capture when out of host memory. */
 void tn_capture_make_scratch(struct tn_capture *c);
+/* Lets go of the objects a loaded plan kept loaded (capture_plan.c). */
+void tn_capture_unpin(struct tn_capture *c);
 
 #endif

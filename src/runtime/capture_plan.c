@@ -8,6 +8,8 @@
  * derives from their contents, so a plan never calls into a different build. A checksum over
  * everything after the header catches a damaged file, and every count, index and offset is
  * checked before anything is used. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,10 +389,15 @@ static tn_status check_sections(const reading *r) {
     return TN_STATUS_OK;
 }
 
-/* base[i]: where the plan's object i is loaded in this process. */
-static tn_status find_objects(const reading *r, uintptr_t *base) {
+/* base[i]: where the plan's object i is loaded in this process. Each object named by a path is
+ * kept loaded for as long as the capture lives (c->pinned). */
+static tn_status find_objects(const reading *r, uintptr_t *base, struct tn_capture *c) {
     objects all;
     tn_status st = tn_list_objects(&all);
+    if (st == TN_STATUS_OK && r->h.objects) {
+        c->pinned = calloc(r->h.objects, sizeof *c->pinned);
+        if (!c->pinned) st = tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to load a plan");
+    }
     for (uint64_t i = 0; i < r->h.objects && st == TN_STATUS_OK; i++) {
         plan_object po;
         memcpy(&po, &r->objects[i], sizeof po);
@@ -399,15 +406,31 @@ static tn_status find_objects(const reading *r, uintptr_t *base) {
         while (o < all.count && !(all.list[o].id_bytes == po.id_bytes && po.id_bytes <= MAX_BUILD_ID &&
                                   memcmp(all.list[o].build_id, po.build_id, po.id_bytes) == 0))
             o++;
-        if (o == all.count)
+        if (o == all.count) {
             st = tn_error(TN_STATUS_UNSUPPORTED,
                           "the plan calls into %s as it was built then, which this process has not loaded "
                           "(another build, or a kernel not loaded yet)",
                           po.name);
-        else base[i] = all.list[o].base;
+            break;
+        }
+        base[i] = all.list[o].base;
+        const char *name = all.list[o].name;
+        if (!strchr(name, '/')) continue; /* the program, the vDSO: never unloaded */
+        void *handle = strlen(name) + 1 < sizeof all.list[o].name ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        if (!handle)
+            st = tn_error(TN_STATUS_UNSUPPORTED, "the plan calls into %s, which cannot be kept loaded", name);
+        else
+            c->pinned[c->npinned++] = handle;
     }
     tn_free_objects(&all);
     return st;
+}
+
+void tn_capture_unpin(struct tn_capture *c) {
+    for (size_t i = 0; i < c->npinned; i++) dlclose(c->pinned[i]);
+    free(c->pinned);
+    c->pinned = NULL;
+    c->npinned = 0;
 }
 
 tn_status tn_capture_load(tn_stream_t stream, const void *bytes, uint64_t size, tn_capture_t *capture) {
@@ -431,7 +454,7 @@ tn_status tn_capture_load(tn_stream_t stream, const void *bytes, uint64_t size, 
     }
     if (!base || !c || !c->launches || !c->args || !c->names || !c->relocations)
         st = tn_error(TN_STATUS_OUT_OF_MEMORY, "no host memory to load a plan");
-    if (st == TN_STATUS_OK) st = find_objects(&r, base);
+    if (st == TN_STATUS_OK) st = find_objects(&r, base, c);
     if (st == TN_STATUS_OK && h->arena_bytes)
         st = tn_memory_alloc(tn_stream_device(stream), stream, h->arena_bytes, &c->arena);
     if (st != TN_STATUS_OK) {
@@ -439,6 +462,7 @@ tn_status tn_capture_load(tn_stream_t stream, const void *bytes, uint64_t size, 
         if (c) {
             free(c->launches), free(c->args), free(c->names), free(c->relocations);
             tn_memory_free(c->arena);
+            tn_capture_unpin(c);
             free(c);
         }
         return st;

@@ -98,6 +98,8 @@ int tn_test_failures;
     X(test_graph_fused_region)   \
     X(test_graph_rejects_bad_regions) \
     X(test_graph_row_sums)       \
+    X(test_graph_channels_last)  \
+    X(test_graph_plan_keeps_its_kernel_loaded) \
     X(test_ccl_collectives)      \
     X(test_ccl_run_now)          \
     X(test_ccl_point_to_point)   \
