@@ -14,17 +14,18 @@
 
 #include "graph_internal.h"
 
-static int64_t stride_of(const tn_graph *g, int32_t op, int32_t d) {
-    const tn_graph_operand *o = op < g->noutputs ? &g->outputs[op] : &g->inputs[op - g->noutputs];
-    int64_t s = o->strides[d];
-    return s < 0 ? -s : s;
+/* Operand op of the region: its inputs, then its outputs (the order of a launch's pointers). */
+static const tn_graph_operand *operand(const tn_graph *g, int32_t op) {
+    return op < g->ninputs ? &g->inputs[op] : &g->outputs[op - g->ninputs];
 }
 
-/* Whether dimension a goes outside dimension b: the first operand that steps through them
- * differently decides, the larger stride outside. */
+/* Whether dimension a goes outside dimension b: the first operand (outputs first) that steps
+ * through them differently decides, the larger stride outside. */
 static int outer(const tn_graph *g, int32_t a, int32_t b) {
-    for (int32_t op = 0; op < g->noutputs + g->ninputs; op++) {
-        int64_t sa = stride_of(g, op, a), sb = stride_of(g, op, b);
+    int32_t count = g->ninputs + g->noutputs;
+    for (int32_t k = 0; k < count; k++) {
+        const tn_graph_operand *o = operand(g, (k + g->ninputs) % count);
+        int64_t sa = llabs(o->strides[a]), sb = llabs(o->strides[b]);
         if (sa != sb) return sa > sb;
     }
     return 0;
@@ -48,6 +49,7 @@ tn_status tn_graph_loop_order(const tn_graph *g, tn_graph *ordered, tn_graph_ope
     int32_t dims[TN_MAX_DIMS], nd = 0;
     for (int32_t d = 0; d < g->ndim; d++)
         if (g->sizes[d] != 1) dims[nd++] = d;
+    if (nd == 0) dims[nd++] = g->ndim - 1; /* one element */
     /* insertion sort, stable: dimensions the operands do not tell apart keep their order */
     for (int32_t i = 1; i < nd; i++)
         for (int32_t j = i; j > 0 && outer(g, dims[j], dims[j - 1]); j--) {
@@ -58,32 +60,20 @@ tn_status tn_graph_loop_order(const tn_graph *g, tn_graph *ordered, tn_graph_ope
     /* merge each dimension into the one outside it when every operand is contiguous across both */
     int64_t sizes[TN_MAX_DIMS];
     int32_t n = 0;
-    for (int32_t op = 0; op < count; op++) ops[op] = op < g->ninputs ? g->inputs[op] : g->outputs[op - g->ninputs];
+    for (int32_t op = 0; op < count; op++) ops[op] = *operand(g, op);
     for (int32_t i = 0; i < nd; i++) {
         int32_t d = dims[i];
         int merge = n > 0;
-        for (int32_t op = 0; op < count && merge; op++) {
-            const tn_graph_operand *src = op < g->ninputs ? &g->inputs[op] : &g->outputs[op - g->ninputs];
-            merge = ops[op].strides[n - 1] == src->strides[d] * g->sizes[d];
-        }
-        for (int32_t op = 0; op < count; op++) {
-            const tn_graph_operand *src = op < g->ninputs ? &g->inputs[op] : &g->outputs[op - g->ninputs];
-            ops[op].strides[merge ? n - 1 : n] = src->strides[d];
-        }
+        for (int32_t op = 0; op < count && merge; op++)
+            merge = ops[op].strides[n - 1] == operand(g, op)->strides[d] * g->sizes[d];
+        for (int32_t op = 0; op < count; op++) ops[op].strides[merge ? n - 1 : n] = operand(g, op)->strides[d];
         if (merge)
             sizes[n - 1] *= g->sizes[d];
         else
             sizes[n++] = g->sizes[d];
     }
-    if (n == 0) { /* every dimension has size 1: one element */
-        sizes[n] = 1;
-        for (int32_t op = 0; op < count; op++) ops[op].strides[n] = 0;
-        n++;
-    }
     ordered->ndim = n;
     for (int32_t d = 0; d < n; d++) ordered->sizes[d] = sizes[d];
-    for (int32_t op = 0; op < count; op++)
-        for (int32_t d = n; d < TN_MAX_DIMS; d++) ops[op].strides[d] = 0;
     ordered->inputs = ops;
     ordered->outputs = ops + g->ninputs;
     *operands = ops;
