@@ -248,7 +248,7 @@ def kill_tree(proc):
     proc.wait()
 
 
-def _run(cmd, env, timeout, what):
+def _run(cmd, env, timeout, what, cwd=None):
     """(exit code, output) of `cmd` run in a session of its own with its output in a file; a
     timeout kills it and everything it started, and fails the test."""
     import pytest
@@ -259,7 +259,7 @@ def _run(cmd, env, timeout, what):
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
                                     env=env if env is not None else child_env(),
-                                    start_new_session=True)
+                                    start_new_session=True, cwd=cwd)
             try:
                 proc.wait(timeout=timeout)
                 timed_out = False
@@ -273,20 +273,21 @@ def _run(cmd, env, timeout, what):
     return proc.returncode, out
 
 
-def run_command(cmd, env=None, timeout=180, what=None):
+def run_command(cmd, env=None, timeout=180, what=None, cwd=None):
     """Runs `cmd` (see _run); a nonzero exit fails the test with the output. Returns the output."""
     import pytest
 
     what = what or " ".join(map(str, cmd[:4]))
-    code, out = _run(cmd, env, timeout, what)
+    code, out = _run(cmd, env, timeout, what, cwd)
     if code != 0:
         pytest.fail(f"{what} exited with {code}:\n{tail(out)}")
     return out
 
 
-def run_torchrun(script_and_args, nproc=2, env=None, timeout=180, what=None):
+def run_torchrun(script_and_args, nproc=2, env=None, timeout=180, what=None, cwd=None):
     """`python -m torch.distributed.run --nproc_per_node=nproc` on a free port (once more on
-    another port if the first was taken meanwhile); returns the output (see run_command)."""
+    another port if the first was taken meanwhile), in the folder cwd; returns the output (see
+    run_command)."""
     import pytest
 
     what = what or f"{script_and_args[0]} (nproc={nproc})"
@@ -294,7 +295,7 @@ def run_torchrun(script_and_args, nproc=2, env=None, timeout=180, what=None):
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
                "--nnodes=1", "--master_addr=127.0.0.1", f"--master_port={free_port()}",
                *map(str, script_and_args)]
-        code, out = _run(cmd, env, timeout, what)
+        code, out = _run(cmd, env, timeout, what, cwd)
         if code == 0:
             return out
         if attempt == 0 and "address already in use" in out.lower():

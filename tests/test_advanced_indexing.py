@@ -1,4 +1,5 @@
 """Advanced indexing on neuron against the CPU: integer and boolean index tensors in every
+position (complex tensors too: complex rotary tables are indexed by position),
 position, index_put_ with and without accumulation, nonzero, masked_select, count_nonzero,
 and the errors PyTorch raises for bad indices."""
 import pytest
@@ -32,7 +33,7 @@ GETS = {
     "negative": lambda x, i, j, m: x[:, -i],
     "int32": lambda x, i, j, m: x[:, i.int()],
     "bool_mask": lambda x, i, j, m: x[:, m],
-    "bool_mask_full": lambda x, i, j, m: x[x > 50],
+    "bool_mask_full": lambda x, i, j, m: x[x.real > 50],
     "mask_and_index": lambda x, i, j, m: x[torch.tensor([True, False, False, True, False]), j],
     "scalar_and_index": lambda x, i, j, m: x[1, :, j],
     "ellipsis": lambda x, i, j, m: x[..., j],
@@ -43,9 +44,9 @@ GETS = {
 
 
 @pytest.mark.parametrize("name", list(GETS))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool, torch.complex64], ids=str)
 def test_index(name, dtype):
-    x = (X % 7 > 2) if dtype == torch.bool else X.to(dtype)
+    x = {torch.bool: X % 7 > 2, torch.complex64: torch.complex(X, 0.5 - X)}.get(dtype, X.to(dtype))
     expect = GETS[name](x, I, J, M)
     got = native(lambda: GETS[name](on(x), on(I) if name != "cpu_index" else I, on(J), on(M)))
     assert got.device.type == "neuron"

@@ -1,4 +1,4 @@
-"""arange, cumsum, triu/tril, isinf tests, and a transformer layer end to end, against CPU."""
+"""arange, cumsum, repeat_interleave, triu/tril, isinf tests, and a transformer layer end to end, against CPU."""
 import copy
 
 import pytest
@@ -156,3 +156,28 @@ def test_transformer_layer_forward_backward_native():
                                                                           q.to("neuron"), is_causal=True))
     torch.testing.assert_close(got.cpu(), torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("repeats", [[2, 0, 3], [0, 2], [0, 0], [5], [], [1] * 40 + [0, 7]], ids=str)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=str)
+def test_repeat_interleave(repeats, dtype):
+    r = torch.tensor(repeats, dtype=dtype)
+    got = native(lambda: torch.repeat_interleave(r.to("neuron")))
+    expect = torch.repeat_interleave(r)
+    assert got.dtype == expect.dtype
+    torch.testing.assert_close(got.cpu(), expect, rtol=0, atol=0)
+    x = torch.randn(len(repeats), 3)  # the tensor form gathers with the indices
+    got = native(lambda: torch.repeat_interleave(x.to("neuron"), r.to("neuron"), dim=0))
+    torch.testing.assert_close(got.cpu(), torch.repeat_interleave(x, r, dim=0), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("repeats, kwargs, error, message", [
+    (torch.tensor([[1]]), {}, RuntimeError, "only accept 1D vector"),
+    (torch.tensor([1.0]), {}, NotImplementedError, "not implemented for 'Float'"),
+    (torch.tensor([1, -1]), {}, RuntimeError, "repeats can not be negative"),
+    (torch.tensor([2, 3]), {"output_size": 4}, RuntimeError, "allocated size does not match"),
+], ids=["2d", "float", "negative", "output_size"])
+def test_repeat_interleave_errors_match_cpu(repeats, kwargs, error, message):
+    for device in ("cpu", "neuron"):
+        with pytest.raises(error, match=message):
+            torch.repeat_interleave(repeats.to(device), **kwargs)

@@ -42,6 +42,9 @@ from . import distributed  # noqa: E402,F401  (registers the "neuron" c10d backe
 from . import hf_compat  # noqa: E402
 
 hf_compat.install()
+# pipelines saved with the tiny Qwen-Image-2.1 processor name this module; Diffusers loads
+# components only from modules already imported (it defines its classes on first use)
+from .models import qwen3_vl_text  # noqa: E402,F401
 
 
 def _thread_names():

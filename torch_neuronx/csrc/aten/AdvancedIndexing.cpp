@@ -22,6 +22,7 @@
 #include <ATen/ops/ne.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/view_as_real.h>
 
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
@@ -140,19 +141,35 @@ std::vector<tn_tensor> index_views(const IndexPlan& plan) {
   return views;
 }
 
+// The gather of a planned indexing into result (shaped as plan.result_shape).
+void launch_gather(const IndexPlan& plan, const Tensor& result) {
+  tn_tensor o = to_tn_view(result.permute(plan.to_kernel_layout)), x = to_tn_view(plan.self);
+  auto views = index_views(plan);
+  check(tn_gather_nd_async(current_stream(result.device().index()), "aten::index.Tensor_out", &o, &x,
+                           static_cast<int32_t>(views.size()), views.data()));
+}  // the int64 index copies are freed in stream order, after the gather read them
+
 Tensor& index_out(const Tensor& self, const IndexList& indices, Tensor& out) {
+  if (self.is_complex() && out.scalar_type() == self.scalar_type() && self.dim() > 0) {
+    // a complex element is a (real, imaginary) pair: gather the pairs of the real view, whose
+    // result has the pair as its last dimension
+    auto plan = plan_indexing(at::view_as_real(self), indices);
+    if (plan && elementwise_dtypes_ok({plan->self.scalar_type()})) {
+      c10::IntArrayRef shape(plan->result_shape);
+      at::native::resize_output(out, shape.slice(0, shape.size() - 1));
+      track_native("aten::index.Tensor_out");
+      if (out.numel() != 0) launch_gather(*plan, at::view_as_real(out));
+      return out;
+    }
+  }
   if (!elementwise_dtypes_ok({self.scalar_type()}) || out.scalar_type() != self.scalar_type())
     return via_fallback<at::_ops::index_Tensor_out>(self, indices, out);
   auto plan = plan_indexing(self, indices);
   if (!plan) return via_fallback<at::_ops::index_Tensor_out>(self, indices, out);
   at::native::resize_output(out, plan->result_shape);
   track_native("aten::index.Tensor_out");
-  if (out.numel() == 0) return out;
-  tn_tensor o = to_tn_view(out.permute(plan->to_kernel_layout)), x = to_tn_view(plan->self);
-  auto views = index_views(*plan);
-  check(tn_gather_nd_async(current_stream(out.device().index()), "aten::index.Tensor_out", &o, &x,
-                           static_cast<int32_t>(views.size()), views.data()));
-  return out;  // the int64 index copies are freed in stream order, after the gather read them
+  if (out.numel() != 0) launch_gather(*plan, out);
+  return out;
 }
 
 Tensor& index_put_impl(Tensor& self, const IndexList& indices, const Tensor& values, bool accumulate,

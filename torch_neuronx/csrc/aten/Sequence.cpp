@@ -1,4 +1,4 @@
-// arange, linspace, cumsum, triu/tril and the infinity tests.
+// arange, linspace, cumsum, repeat_interleave, triu/tril and the infinity tests.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/native/Resize.h>
@@ -17,8 +17,11 @@
 #include <ATen/ops/flip.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/unfold_backward.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/min.h>
 #include "aten/Iter.h"
 #include "aten/OpTracking.h"
 #include "aten/TensorView.h"
@@ -85,6 +88,35 @@ Tensor& cumsum_out(const Tensor& self, int64_t dim, std::optional<c10::ScalarTyp
   tn_tensor o = to_tn_view(out.movedim(d, -1)), i = to_tn_view(self.movedim(d, -1));
   check(tn_cumsum_async(current_stream(out.device().index()), &o, &i));
   return out;
+}
+
+// repeat_interleave(repeats): index i repeated repeats[i] times. Each run starts where the
+// previous ones end (the inclusive cumsum), so one count at every start (runs of length 0 add
+// to the same position) summed up gives the indices. The size depends on the data: one sync
+// reads the total and the smallest repeat, which the CPU checks too.
+Tensor repeat_interleave_tensor(const Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  auto type = repeats.scalar_type();
+  if (type != at::kLong && type != at::kInt)
+    throw c10::NotImplementedError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                                   std::string("\"repeat_interleave_neuron\" not implemented for '") +
+                                       c10::toString(type) + "'");
+  track_native("aten::repeat_interleave.Tensor");
+  auto options = repeats.options().dtype(at::kLong);
+  if (repeats.numel() == 0) {
+    TORCH_CHECK(!output_size.has_value() || output_size->expect_int() == 0,
+                "allocated size does not match required size");
+    return at::empty({0}, repeats.options());
+  }
+  Tensor ends = at::cumsum(repeats, 0, at::kLong);
+  Tensor stats = at::stack({ends.select(0, -1), repeats.min().to(at::kLong)}).cpu();
+  int64_t total = stats[0].item<int64_t>();
+  TORCH_CHECK(stats[1].item<int64_t>() >= 0, "repeats can not be negative");
+  TORCH_CHECK(!output_size.has_value() || output_size->expect_int() == total,
+              "allocated size does not match required size");
+  Tensor counts = at::zeros({total + 1}, options);
+  counts.index_add_(0, ends.slice(0, 0, -1), at::ones({repeats.numel() - 1}, options));
+  return at::cumsum(counts.slice(0, 0, total), 0, type);
 }
 
 template <class Op, int upper>
@@ -160,6 +192,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", arange_out);
   m.impl("linspace.out", linspace_out);
   m.impl("cumsum.out", cumsum_out);
+  m.impl("repeat_interleave.Tensor", repeat_interleave_tensor);
   m.impl("triu.out", triangle_out<at::_ops::triu_out, 1>);
   m.impl("tril.out", triangle_out<at::_ops::tril_out, 0>);
   m.impl("isneginf.out", isinf_sign_out<1>);
