@@ -160,6 +160,23 @@ def test_small_views_at_another_storage_offset_replay():
             torch.testing.assert_close(y.cpu(), x * tn.cpu()[i], **TOL)
 
 
+def test_expanded_small_views_replay():
+    """A timestep broadcast over the batch (`t.expand(2)`: stride 0) of an element at a new offset
+    every call, as PixArt and SD3 pass it: staged through its one element, one recording replays."""
+    def step(x, t):
+        return x * t[:, None] + t[:, None]
+
+    run = compiled(step)
+    ts = torch.linspace(1.0, 2.0, 6)
+    with torch.no_grad():
+        tn, x = ts.to("neuron"), torch.randn(2, 8)
+        for i in range(6):
+            got = run(x.to("neuron"), tn[i].expand(2))
+            torch.testing.assert_close(got.cpu(), step(x, ts[i].expand(2)), **TOL)
+        m = get_dynamo_metrics()
+        assert m["recordings"] == 1 and m["replays"] == 4 and m["replay_refusals"] == 0, m
+
+
 def test_training_steps_replay_forward_and_backward():
     """A training step's forward saves activations that its backward reads: both graphs
     replay, each activation in memory of its own, and the losses, gradients and weights

@@ -117,13 +117,15 @@ class Replayer:
     # of its timesteps tensor each denoising step) would match no recording: recordings match
     # inputs by storage offset. Such inputs are copied into a buffer of the graph's own, which
     # the graph reads instead, and copied back after it (the graph may write into its input).
+    # An expanded view (a timestep broadcast over the batch: stride 0) is staged through its
+    # elements: the buffer is expanded the same way.
     def _stage(self, args):
         swapped = []
         for i, buf in self.staged.items():
             x = args[i] if i < len(args) else None
             if (isinstance(x, torch.Tensor) and x.device == buf.device and x.dtype == buf.dtype
-                    and x.shape == buf.shape and not x.requires_grad):
-                buf.copy_(x)
+                    and x.shape == buf.shape and _expanded_dims(x) == _expanded_dims(buf) and not x.requires_grad):
+                _elements(buf).copy_(_elements(x))
                 args[i] = buf
                 swapped.append((i, x))
         return swapped
@@ -134,7 +136,7 @@ class Replayer:
 
     def _copy_back(self, swapped):
         for i, x in swapped:
-            x.copy_(self.staged[i])
+            _elements(x).copy_(_elements(self.staged[i]))
 
     def _refuse(self, why):
         self.refused = why
@@ -211,17 +213,32 @@ PLAN_MAGIC = b"neuron replay plan 1\n"
 MAX_STAGED = 16  # elements
 
 
+def _expanded_dims(x):
+    return [stride == 0 and size > 1 for size, stride in zip(x.shape, x.stride())]
+
+
+def _elements(x):
+    """x without its expanded dimensions (narrowed to one element): the memory it reads."""
+    for d, expanded in enumerate(_expanded_dims(x)):
+        if expanded:
+            x = x.narrow(d, 0, 1)
+    return x
+
+
 def _small_views(args):
     """{index: buffer} for the inputs that _stage copies: neuron tensors of at most MAX_STAGED
-    elements, contiguous, not requiring gradients, that view a larger storage or start inside
-    one, and share it with no other input."""
+    elements, contiguous but for expanded dimensions, not requiring gradients, that view a
+    larger storage or start inside one, and share it with no other input."""
     shared = [x.untyped_storage().data_ptr() if isinstance(x, torch.Tensor) else None for x in args]
     out = {}
     for i, x in enumerate(args):
-        if (isinstance(x, torch.Tensor) and x.device.type == "neuron" and 0 < x.numel() <= MAX_STAGED
-                and x.is_contiguous() and not x.requires_grad and shared.count(shared[i]) == 1
-                and (x.storage_offset() != 0 or x.untyped_storage().nbytes() != x.numel() * x.element_size())):
-            out[i] = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if not (isinstance(x, torch.Tensor) and x.device.type == "neuron" and 0 < x.numel() <= MAX_STAGED
+                and not x.requires_grad and shared.count(shared[i]) == 1):
+            continue
+        elements = _elements(x)
+        if elements.is_contiguous() and (x.storage_offset() != 0 or
+                                         x.untyped_storage().nbytes() != elements.numel() * x.element_size()):
+            out[i] = torch.empty_like(elements, memory_format=torch.contiguous_format).expand(x.shape)
     return out
 
 

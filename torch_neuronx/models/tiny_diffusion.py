@@ -133,6 +133,76 @@ def qwen_image21(seed=0):
                                processor=processor, transformer=transformer)
 
 
+def stable_diffusion_xl(size=32, seed=0):
+    """A StableDiffusionXLPipeline: a UNet with one plain and one cross-attention level (two
+    transformer layers) conditioned on the pooled text embedding and the size/crop ids, a VAE."""
+    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
+
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=2, sample_size=size, in_channels=4,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), attention_head_dim=(2, 4),
+                                use_linear_projection=True, addition_embed_type="text_time", addition_time_embed_dim=8,
+                                transformer_layers_per_block=(1, 2),
+                                projection_class_embeddings_input_dim=6 * 8 + 32,  # six ids + the pooled embedding
+                                cross_attention_dim=64, norm_num_groups=32)
+    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
+                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                        sample_size=size * 4, norm_num_groups=32)
+    scheduler = EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                                       timestep_spacing="leading", steps_offset=1)
+    return StableDiffusionXLPipeline(vae=vae, text_encoder=None, text_encoder_2=None, tokenizer=None, tokenizer_2=None,
+                                     unet=unet, scheduler=scheduler)
+
+
+def pixart(seed=0):
+    """A PixArtSigmaPipeline: a two-layer DiT with cross-attention to the caption, a VAE."""
+    from diffusers import AutoencoderKL, DDIMScheduler, PixArtSigmaPipeline, PixArtTransformer2DModel
+
+    torch.manual_seed(seed)
+    transformer = PixArtTransformer2DModel(sample_size=8, num_layers=2, patch_size=2, attention_head_dim=8,
+                                           num_attention_heads=3, caption_channels=32, in_channels=4,
+                                           cross_attention_dim=24, out_channels=8, attention_bias=True,
+                                           activation_fn="gelu-approximate", num_embeds_ada_norm=1000,
+                                           norm_type="ada_norm_single", norm_elementwise_affine=False, norm_eps=1e-6)
+    vae = AutoencoderKL(block_out_channels=[32, 64], in_channels=3, out_channels=3, latent_channels=4,
+                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                        norm_num_groups=32)
+    return PixArtSigmaPipeline(tokenizer=None, text_encoder=None, vae=vae, transformer=transformer,
+                               scheduler=DDIMScheduler())
+
+
+def stable_diffusion3(seed=0):
+    """A StableDiffusion3Pipeline: a one-layer MMDiT and a one-level VAE."""
+    from diffusers import AutoencoderKL, FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+
+    torch.manual_seed(seed)
+    transformer = SD3Transformer2DModel(sample_size=32, patch_size=1, in_channels=4, num_layers=1, attention_head_dim=8,
+                                        num_attention_heads=4, caption_projection_dim=32, joint_attention_dim=32,
+                                        pooled_projection_dim=64, out_channels=4)
+    vae = AutoencoderKL(sample_size=32, in_channels=3, out_channels=3, block_out_channels=(4,), layers_per_block=1,
+                        latent_channels=4, norm_num_groups=1, use_quant_conv=False, use_post_quant_conv=False,
+                        shift_factor=0.0609, scaling_factor=1.5035)
+    return StableDiffusion3Pipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None,
+                                    tokenizer=None, text_encoder_2=None, tokenizer_2=None, text_encoder_3=None,
+                                    tokenizer_3=None, transformer=transformer)
+
+
+def wan(seed=0):
+    """A WanPipeline (text to video): a two-layer video transformer and a causal 3D VAE."""
+    from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanPipeline, WanTransformer3DModel
+
+    torch.manual_seed(seed)
+    vae = AutoencoderKLWan(base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True])
+    transformer = WanTransformer3DModel(patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12,
+                                        in_channels=16, out_channels=16, text_dim=32, freq_dim=256, ffn_dim=32,
+                                        num_layers=2, cross_attn_norm=True, qk_norm="rms_norm_across_heads",
+                                        rope_max_seq_len=32)
+    return WanPipeline(tokenizer=None, text_encoder=None, transformer=transformer, vae=vae,
+                       scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0))
+
+
 def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
     """Keyword arguments that stand for a prompt: its embeddings (and, for Stable Diffusion,
     Qwen-Image and Qwen-Image-2.1, a negative prompt's) with the pipeline's usual guidance scale,
@@ -159,6 +229,28 @@ def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
             out[prefix + "prompt_embeds"] = emb.to(device, dtype)
             out[prefix + "prompt_embeds_mask"] = None if mask is None else mask.to(device)
         return dict(out, true_cfg_scale=4.0)
+    if kind == "StableDiffusionXLPipeline":
+        emb, neg = torch.randn(1, 7, 64, generator=g), torch.randn(1, 7, 64, generator=g)
+        pooled, neg_pooled = torch.randn(1, 32, generator=g), torch.randn(1, 32, generator=g)
+        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
+                    pooled_prompt_embeds=pooled.to(device, dtype),
+                    negative_pooled_prompt_embeds=neg_pooled.to(device, dtype), guidance_scale=5.0)
+    if kind == "PixArtSigmaPipeline":
+        emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
+        mask = torch.ones(1, 8, dtype=torch.long, device=device)
+        return dict(prompt_embeds=emb.to(device, dtype), prompt_attention_mask=mask,
+                    negative_prompt_embeds=neg.to(device, dtype), negative_prompt_attention_mask=mask,
+                    negative_prompt=None, guidance_scale=4.5, use_resolution_binning=False)
+    if kind == "StableDiffusion3Pipeline":
+        emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
+        pooled, neg_pooled = torch.randn(1, 64, generator=g), torch.randn(1, 64, generator=g)
+        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
+                    pooled_prompt_embeds=pooled.to(device, dtype),
+                    negative_pooled_prompt_embeds=neg_pooled.to(device, dtype), guidance_scale=5.0)
+    if kind == "WanPipeline":
+        emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
+        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
+                    guidance_scale=5.0, num_frames=5)
     dim = pipe.cross_attention_dim
     emb, neg = torch.randn(1, 7, dim, generator=g), torch.randn(1, 7, dim, generator=g)
     return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype), guidance_scale=6.0)
