@@ -203,6 +203,15 @@ def wan(seed=0):
                        scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0))
 
 
+def _with_pooled(g, shape, pooled_dim, device, dtype):
+    """Prompt and negative prompt embeddings with their pooled ones (SDXL, SD3), CFG scale 5."""
+    emb, neg = torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)
+    pooled, neg_pooled = torch.randn(1, pooled_dim, generator=g), torch.randn(1, pooled_dim, generator=g)
+    return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
+                pooled_prompt_embeds=pooled.to(device, dtype),
+                negative_pooled_prompt_embeds=neg_pooled.to(device, dtype), guidance_scale=5.0)
+
+
 def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
     """Keyword arguments that stand for a prompt: its embeddings (and, for Stable Diffusion,
     Qwen-Image and Qwen-Image-2.1, a negative prompt's) with the pipeline's usual guidance scale,
@@ -230,11 +239,7 @@ def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
             out[prefix + "prompt_embeds_mask"] = None if mask is None else mask.to(device)
         return dict(out, true_cfg_scale=4.0)
     if kind == "StableDiffusionXLPipeline":
-        emb, neg = torch.randn(1, 7, 64, generator=g), torch.randn(1, 7, 64, generator=g)
-        pooled, neg_pooled = torch.randn(1, 32, generator=g), torch.randn(1, 32, generator=g)
-        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
-                    pooled_prompt_embeds=pooled.to(device, dtype),
-                    negative_pooled_prompt_embeds=neg_pooled.to(device, dtype), guidance_scale=5.0)
+        return _with_pooled(g, (1, 7, 64), 32, device, dtype)
     if kind == "PixArtSigmaPipeline":
         emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
         mask = torch.ones(1, 8, dtype=torch.long, device=device)
@@ -242,11 +247,7 @@ def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
                     negative_prompt_embeds=neg.to(device, dtype), negative_prompt_attention_mask=mask,
                     negative_prompt=None, guidance_scale=4.5, use_resolution_binning=False)
     if kind == "StableDiffusion3Pipeline":
-        emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
-        pooled, neg_pooled = torch.randn(1, 64, generator=g), torch.randn(1, 64, generator=g)
-        return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
-                    pooled_prompt_embeds=pooled.to(device, dtype),
-                    negative_pooled_prompt_embeds=neg_pooled.to(device, dtype), guidance_scale=5.0)
+        return _with_pooled(g, (1, 8, 32), 64, device, dtype)
     if kind == "WanPipeline":
         emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
         return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
