@@ -152,7 +152,76 @@ def test_views_share_storage():
 
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="not supported on the neuron device"):
-        torch.zeros(3, dtype=torch.float8_e4m3fn).to("neuron").cpu()
+        torch.zeros(3, dtype=torch.uint16).to("neuron").cpu()
+
+
+FLOAT8 = [torch.float8_e4m3fn, torch.float8_e5m2]
+
+
+def float8_probe_floats():
+    """Floats that reach every float8 rounding case: a sweep over the whole float32 range
+    (every 4099th bit pattern), every bfloat16 and float16 value, each float8 value and the
+    midpoints to its neighbours (ties to even), the overflow edges, infinities and NaN."""
+    sweep = torch.arange(0, 2 ** 32, 4099, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    bf16 = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float()
+    f16 = torch.arange(-2 ** 15, 2 ** 15, dtype=torch.int32).to(torch.int16).view(torch.float16).float()
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    grid = torch.cat([codes.view(d).float() for d in FLOAT8]).sort().values
+    grid = grid[torch.isfinite(grid)]
+    mids = (grid[1:] + grid[:-1]) / 2
+    edges = torch.tensor([448.0, 449.0, 464.0, 464.01, 479.99, 480.0, 57344.0, 61439.0, 61440.0, 65535.0, 65536.0,
+                          1e30, float("inf"), float("nan"), 2 ** -6, 2 ** -9, 2 ** -10, 2 ** -14, 2 ** -16,
+                          2 ** -17, 1.5 * 2 ** -17, 0.0])
+    out = torch.cat([sweep, bf16, f16, grid, mids, torch.nextafter(mids, grid[1:]), edges])
+    return torch.cat([out, -out])
+
+
+@pytest.mark.parametrize("dtype", FLOAT8, ids=str)
+@pytest.mark.parametrize("src_dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
+def test_float8_from_floats_is_bit_exact(dtype, src_dtype):
+    src = float8_probe_floats().to(src_dtype)
+    got = src.to("neuron").to(dtype).cpu()
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.view(torch.uint8), src.to(dtype).view(torch.uint8), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOAT8, ids=str)
+@pytest.mark.parametrize("dst_dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
+                                       torch.int32, torch.uint8, torch.bool], ids=str)
+def test_float8_to_other_dtypes_matches_cpu(dtype, dst_dtype):
+    """Every float8 code, compared as bits for the floats: NaN payloads included, except in
+    bfloat16, whose NaN the CPU writes differently by source dtype (0x7fc0 from float16 and
+    float8, 0xffff from float32 and float64), so there NaN only has to be NaN."""
+    src = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype)
+    got, expect = src.to("neuron").to(dst_dtype).cpu(), src.to(dst_dtype)
+    if dst_dtype == torch.bfloat16:
+        torch.testing.assert_close(got, expect, rtol=0, atol=0, equal_nan=True)
+        return
+    if dst_dtype.is_floating_point:
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16}[dst_dtype.itemsize]
+        got, expect = got.view(bits), expect.view(bits)
+    torch.testing.assert_close(got, expect, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOAT8, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "expanded"])
+def test_float8_storage_round_trips(dtype, layout):
+    src = LAYOUTS[layout](torch.randn(9, 12, generator=torch.Generator().manual_seed(0)).to(dtype))
+    dev = src.to("neuron")
+    assert dev.dtype == dtype and dev.element_size() == 1
+    assert torch.equal(dev.cpu().view(torch.uint8), src.view(torch.uint8))
+    # float8 -> float8 of the other kind goes through float32, as on the CPU
+    other = FLOAT8[1 - FLOAT8.index(dtype)]
+    assert torch.equal(dev.to(other).cpu().view(torch.uint8), src.to(other).view(torch.uint8))
+
+
+def test_float8_ops_the_cpu_lacks_raise_its_error():
+    """Arithmetic on float8 is what the CPU supports, with its errors (only copies are native)."""
+    x = torch.ones(4, dtype=torch.float8_e4m3fn)
+    with pytest.raises(Exception) as cpu:
+        x + x
+    with pytest.raises(type(cpu.value), match="Float8_e4m3fn"):
+        x.to("neuron") + x.to("neuron")
 
 
 def test_overlapping_writes_are_refused_like_on_cpu():

@@ -21,6 +21,8 @@ typedef enum tn_dtype {
     TN_DTYPE_F64,
     TN_DTYPE_C64,
     TN_DTYPE_C128,
+    TN_DTYPE_F8E4M3FN, /* storage only: copies convert it, other ops fall back */
+    TN_DTYPE_F8E5M2,
     TN_DTYPE_COUNT_
 } tn_dtype;
 

@@ -36,6 +36,8 @@ static inline tn_value tn_load(const void *p, tn_dtype t) {
     case TN_DTYPE_F64: v.re = *(const double *)p; break;
     case TN_DTYPE_C64: v.re = ((const float *)p)[0]; v.im = ((const float *)p)[1]; break;
     case TN_DTYPE_C128: v.re = ((const double *)p)[0]; v.im = ((const double *)p)[1]; break;
+    case TN_DTYPE_F8E4M3FN: v.re = tn_f8e4m3fn_to_f32_inline(*(const uint8_t *)p); break;
+    case TN_DTYPE_F8E5M2: v.re = tn_f8e5m2_to_f32_inline(*(const uint8_t *)p); break;
     default: break;
     }
     if (v.is_int) v.re = (double)v.i;
@@ -79,6 +81,8 @@ static inline void tn_store(void *p, tn_dtype t, tn_value v) {
     case TN_DTYPE_F64: *(double *)p = v.re; break;
     case TN_DTYPE_C64: ((float *)p)[0] = (float)v.re; ((float *)p)[1] = (float)v.im; break;
     case TN_DTYPE_C128: ((double *)p)[0] = v.re; ((double *)p)[1] = v.im; break;
+    case TN_DTYPE_F8E4M3FN: *(uint8_t *)p = tn_f32_to_f8e4m3fn_inline((float)v.re); break;
+    case TN_DTYPE_F8E5M2: *(uint8_t *)p = tn_f32_to_f8e5m2_inline((float)v.re); break;
     default: break;
     }
 }

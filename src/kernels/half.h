@@ -57,4 +57,42 @@ static inline uint16_t tn_f32_to_f16_inline(float f) {
     return (uint16_t)(sign | h);
 }
 
+/* float8 storage types, as PyTorch converts them (bit for bit, checked over every code and a
+ * sweep of floats in tests/test_copy.py). e4m3fn: 4 exponent bits (bias 7), 3 mantissa bits,
+ * no infinity, one NaN per sign (all ones); conversion saturates: every float from 448 up,
+ * infinities included, becomes 448 (NaN stays NaN, with its sign). e5m2: the upper byte of a
+ * float16, with infinities; conversion rounds to nearest even at bit 21 and overflows to
+ * infinity. Results
+ * below the smallest normal come from adding a power of two whose ulp is float8's smallest
+ * step, so the FPU's rounding does it (as for float16 above). */
+static inline float tn_f8e4m3fn_to_f32_inline(uint8_t b) {
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+    uint32_t exp = (b >> 3) & 0xfu, man = b & 0x7u;
+    float normal = tn_f32_from_bits(sign | ((exp + 120u) << 23) | (man << 20));
+    float sub = (float)man * 0.001953125f; /* 2^-9 */
+    sub = sign ? -sub : sub;
+    float nan = tn_f32_from_bits(sign | 0x7ff00000u);
+    return (b & 0x7fu) == 0x7fu ? nan : (exp == 0 ? sub : normal);
+}
+
+static inline uint8_t tn_f32_to_f8e4m3fn_inline(float f) {
+    uint32_t u = tn_f32_bits(f), a = u & 0x7fffffffu;
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t normal = ((a - (120u << 23)) + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+    uint32_t small = tn_f32_bits(tn_f32_from_bits(a) + 16384.0f) - (141u << 23); /* 2^14 */
+    uint32_t r = a > 0x7f800000u ? 0x7fu : a >= 0x43e00000u ? 0x7eu : a < (121u << 23) ? small : normal;
+    return (uint8_t)(sign | r);
+}
+
+static inline float tn_f8e5m2_to_f32_inline(uint8_t b) { return tn_f16_to_f32_inline((uint16_t)(b << 8)); }
+
+static inline uint8_t tn_f32_to_f8e5m2_inline(float f) {
+    uint32_t u = tn_f32_bits(f), a = u & 0x7fffffffu;
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t normal = ((a - (112u << 23)) + 0xfffffu + ((a >> 21) & 1u)) >> 21;
+    uint32_t small = tn_f32_bits(tn_f32_from_bits(a) + 128.0f) - (134u << 23); /* 2^7 */
+    uint32_t r = a > 0x7f800000u ? 0x7fu : a >= (143u << 23) ? 0x7cu : a < (113u << 23) ? small : normal;
+    return (uint8_t)(sign | r);
+}
+
 #endif

@@ -7,6 +7,8 @@ int32_t tn_dtype_size(tn_dtype dtype) {
     case TN_DTYPE_BOOL:
     case TN_DTYPE_U8:
     case TN_DTYPE_I8:
+    case TN_DTYPE_F8E4M3FN:
+    case TN_DTYPE_F8E5M2:
         return 1;
     case TN_DTYPE_I16:
     case TN_DTYPE_F16:
@@ -29,7 +31,8 @@ int32_t tn_dtype_size(tn_dtype dtype) {
 const char *tn_dtype_name(tn_dtype dtype) {
     static const char *const names[TN_DTYPE_COUNT_] = {
         "bool", "uint8", "int8", "int16", "int32", "int64",
-        "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
+        "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+        "float8_e4m3fn", "float8_e5m2"};
     return (dtype >= 0 && dtype < TN_DTYPE_COUNT_) ? names[dtype] : "unknown";
 }
 

@@ -18,6 +18,8 @@ tn_dtype to_tn_dtype(c10::ScalarType type) {
     case c10::kDouble: return TN_DTYPE_F64;
     case c10::kComplexFloat: return TN_DTYPE_C64;
     case c10::kComplexDouble: return TN_DTYPE_C128;
+    case c10::kFloat8_e4m3fn: return TN_DTYPE_F8E4M3FN;
+    case c10::kFloat8_e5m2: return TN_DTYPE_F8E5M2;
     default:
       TORCH_CHECK_TYPE(false, "dtype ", type, " is not supported on the neuron device");
   }
