@@ -1,6 +1,7 @@
 """Diffusion pipelines' parts: neuron eager and compiled vs CPU eager and Inductor, one run.
 
     python bench/diffusion.py [--configs tiny,mid] [--sizes 64,256] [--dtypes float32,bfloat16] [--repeat 3]
+    python bench/diffusion.py --trace --configs mid --sizes 64 --dtypes float32   # device time per kernel
 
 Per row, a Stable Diffusion UNet's denoising step (one call on the classifier-free-guidance batch
 of 2 latents, the text embeddings of 77 tokens) and the VAE's decode of one latent, at an image
@@ -32,8 +33,8 @@ def threads():
     return int(os.environ.get("TN_NUM_THREADS", os.cpu_count()))
 
 
-def measure(config, size, dtype_name, device, mode, repeat):
-    """One row, in this process: {part: (first call s, best s)}."""
+def calls(config, size, dtype_name, device, mode):
+    """{part: (call, args)} for one row, in this process."""
     import torch
 
     torch.set_num_threads(threads())
@@ -49,7 +50,6 @@ def measure(config, size, dtype_name, device, mode, repeat):
     inputs = {"unet": (torch.randn(2, 4, latent, latent, generator=g), torch.tensor(500),
                        torch.randn(2, 77, CONFIGS[config]["cross_attention_dim"], generator=g)),
               "vae decode": (torch.randn(1, 4, latent, latent, generator=g),)}
-    sync = torch.neuron.synchronize if device == "neuron" else (lambda: None)
     out = {}
     for part in inputs:
         if part == "unet":
@@ -61,6 +61,17 @@ def measure(config, size, dtype_name, device, mode, repeat):
         if mode == "compiled":
             call = torch.compile(call, backend="neuron" if device == "neuron" else "inductor", dynamic=False)
         args = [a.to(device, dtype) if a.is_floating_point() else a.to(device) for a in inputs[part]]
+        out[part] = (call, args)
+    return out
+
+
+def measure(config, size, dtype_name, device, mode, repeat):
+    """One row, in this process: {part: (first call s, best s)}."""
+    import torch
+
+    sync = torch.neuron.synchronize if device == "neuron" else (lambda: None)
+    out = {}
+    for part, (call, args) in calls(config, size, dtype_name, device, mode).items():
         with torch.no_grad():
             t = time.perf_counter()
             call(*args)
@@ -77,6 +88,36 @@ def measure(config, size, dtype_name, device, mode, repeat):
                 best = min(best, time.perf_counter() - t)
         out[part] = (first, best)
     return out
+
+
+def trace(config, size, dtype_name, rows=20):
+    """Device time per kernel of one steady call, neuron eager beside neuron compiled."""
+    import torch
+    from torch_neuronx.neuron.trace import DeviceTrace
+
+    totals = {}
+    for mode in ("eager", "compiled"):
+        for part, (call, args) in calls(config, size, dtype_name, "neuron", mode).items():
+            with torch.no_grad():
+                for _ in range(3):
+                    call(*args)
+                torch.neuron.synchronize()
+                t = time.perf_counter()
+                with DeviceTrace() as tr:
+                    call(*args)
+                wall = time.perf_counter() - t
+            totals[part, mode] = (tr.totals(), tr.total_ns(), wall)
+            torch._dynamo.reset()
+    for part in ("unet", "vae decode"):
+        (eager, e_ns, e_wall), (comp, c_ns, c_wall) = totals[part, "eager"], totals[part, "compiled"]
+        print(f"\n{config} {size} {dtype_name} {part}: device busy {e_ns / 1e6:.1f} ms eager "
+              f"(wall {e_wall * 1e3:.1f}), {c_ns / 1e6:.1f} ms compiled (wall {c_wall * 1e3:.1f})")
+        print(f"{'kernel':<44}{'eager calls':>12}{'ms':>9}{'compiled calls':>16}{'ms':>9}")
+        names = sorted(set(eager) | set(comp), key=lambda n: -max(eager.get(n, (0, 0))[1], comp.get(n, (0, 0))[1]))
+        for n in names[:rows]:
+            ec, et = eager.get(n, (0, 0))
+            cc, ct = comp.get(n, (0, 0))
+            print(f"{n[:44]:<44}{ec:>12}{et / 1e6:>9.2f}{cc:>16}{ct / 1e6:>9.2f}")
 
 
 def run_row(config, size, dtype, device, mode, repeat):
@@ -97,8 +138,16 @@ def main():
     p.add_argument("--sizes", default="64,256")
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--trace", action="store_true",
+                   help="instead of timing: device time per kernel, neuron eager beside compiled")
     p.add_argument("--row", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.trace:
+        for config in args.configs.split(","):
+            for size in map(int, args.sizes.split(",")):
+                for dtype in args.dtypes.split(","):
+                    trace(config, size, dtype)
+        return
     if args.row:
         print(json.dumps(measure(*json.loads(args.row))))
         return

@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "task_ring.h"
+#include "trace_internal.h"
 #include "tn/capture.h"
 
 /* Bytes of a stream's ring: a few hundred launches of elementwise work in flight. */
@@ -45,6 +46,27 @@ struct tn_stream {
 
 static _Thread_local int8_t current_index[TN_MAX_DEVICES];
 
+/* The stream whose task this thread runs, for the trace of launches inside a replay. */
+static _Thread_local tn_stream_t running;
+
+void tn_trace_current_stream(int32_t *device, int32_t *stream) {
+    *device = running ? running->device : -1;
+    *stream = running ? running->index : -1;
+}
+
+/* Runs one task of stream s on the calling thread, timed when the trace is on. */
+static tn_status run_task(tn_stream_t s, const char *op, tn_task_fn fn, void *arg) {
+    tn_clear_error();
+    if (!tn_trace_on()) return fn(arg);
+    tn_stream_t outer = running;
+    running = s;
+    int64_t t0 = tn_trace_now_ns();
+    tn_status st = fn(arg);
+    tn_trace_record(op, s->device, s->index, 0, t0, tn_trace_now_ns());
+    running = outer;
+    return st;
+}
+
 /* Set once a worker thread exists: a fork() after that leaves a child without workers. */
 int32_t tn_stream_threads_started;
 
@@ -73,8 +95,7 @@ static void *worker_main(void *p) {
             sleep_for_work(s);
             continue;
         }
-        tn_clear_error();
-        tn_status st = t->fn(tn_task_arg(t));
+        tn_status st = run_task(s, t->op, t->fn, tn_task_arg(t));
         if (st != TN_STATUS_OK) {
             pthread_mutex_lock(&s->lock);
             if (s->error == TN_STATUS_OK) {
@@ -225,8 +246,7 @@ tn_status tn_stream_run_if_idle(tn_stream_t s, const char *op, tn_task_fn fn, vo
     }
     /* Holding the launch lock keeps other launches behind this work, as if it had been
      * enqueued. */
-    tn_clear_error();
-    st = fn(arg);
+    st = run_task(s, op, fn, arg);
     if (st != TN_STATUS_OK)
         tn_error(st, "%s failed: %s", op, tn_last_error()[0] ? tn_last_error() : tn_status_string(st));
     pthread_mutex_unlock(&s->launch_lock);

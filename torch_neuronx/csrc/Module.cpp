@@ -17,6 +17,7 @@ namespace torch_neuronx {
 void register_compiler(py::module& m);  // compiler/FusedKernels.cpp
 void register_capture(py::module& m);   // compiler/GraphCapture.cpp
 void register_distributed(py::module& m);  // distributed/Bindings.cpp
+void register_trace(py::module& m);        // runtime/Trace.cpp
 
 namespace {
 
@@ -78,6 +79,7 @@ PYBIND11_MODULE(_C, m) {
   torch_neuronx::register_compiler(m);
   torch_neuronx::register_capture(m);
   torch_neuronx::register_distributed(m);
+  torch_neuronx::register_trace(m);
   using namespace torch_neuronx;
   m.doc() = "TorchNeuron runtime bindings";
   m.def("_init", [] { check(tn_runtime_init(nullptr)); });
