@@ -54,6 +54,12 @@ uint64_t tn_capture_block_bytes(tn_capture_t capture, const void *ptr);
 /* Non-zero while the calling thread is recording (launch paths use it to avoid work that
  * would not replay, such as caching derived data outside the pool). */
 int32_t tn_capture_active(void);
+/* Pauses the calling thread's recording: launches and allocations until tn_capture_resume are
+ * not part of it (work done once for every replay, such as packing a weight the recorded
+ * launches then read). Returns the paused capture, NULL when the thread is not recording. */
+tn_capture_t tn_capture_suspend(void);
+/* Resumes a capture tn_capture_suspend paused (no-op for NULL). */
+void tn_capture_resume(tn_capture_t capture);
 /* Marks the recording of the calling thread as not replayable, with the reason; no-op when
  * the thread is not recording. `why` is copied. */
 void tn_capture_refuse(const char *why);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "capture_internal.h"
+#include "trace_internal.h"
 
 static _Thread_local struct tn_capture *recording;
 
@@ -26,6 +27,16 @@ static void refuse(struct tn_capture *c, const char *why) {
     if (c->refused) return; /* the first reason is the one to fix */
     c->refused = 1;
     snprintf(c->reason, sizeof c->reason, "%s", why);
+}
+
+tn_capture_t tn_capture_suspend(void) {
+    struct tn_capture *c = recording;
+    recording = NULL;
+    return c;
+}
+
+void tn_capture_resume(tn_capture_t c) {
+    if (c) recording = c;
 }
 
 void tn_capture_refuse(const char *why) {
@@ -187,7 +198,16 @@ static tn_status run_replay(void *p) {
             memcpy((char *)c->scratch + (x->at - r->offset), &w, sizeof w);
         }
         tn_clear_error();
-        tn_status st = r->fn(c->scratch);
+        tn_status st;
+        if (tn_trace_on()) {
+            int32_t device, stream;
+            tn_trace_current_stream(&device, &stream);
+            int64_t t0 = tn_trace_now_ns();
+            st = r->fn(c->scratch);
+            tn_trace_record(r->op, device, stream, 1, t0, tn_trace_now_ns());
+        } else {
+            st = r->fn(c->scratch);
+        }
         if (st != TN_STATUS_OK) {
             char why[400]; /* tn_error writes the buffer tn_last_error() reads */
             snprintf(why, sizeof why, "%s", tn_last_error()[0] ? tn_last_error() : tn_status_string(st));

@@ -10,7 +10,7 @@ import torch
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
              "kernel_cache_hits", "inplace_updates", "shared_nodes", "folded_constants", "grouped_attention",
-             "fast_calls", "fallbacks", "recordings", "replays", "replay_refusals", "plans_saved",
+             "fast_calls", "fallbacks", "recordings", "packed_weights", "replays", "replay_refusals", "plans_saved",
              "plans_loaded", "graph_cache_hits", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
 

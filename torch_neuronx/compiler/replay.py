@@ -179,6 +179,7 @@ class Replayer:
         # the recorded outputs are the caller's: replays write theirs into new blocks
         self.capture = self._planned(capture, device)
         self.count("recordings")
+        self.count("packed_weights", capture.packed_weights)
         return outputs
 
     def _planned(self, capture, device):
@@ -207,7 +208,7 @@ class Replayer:
 
 
 # A plan file: this, the SHA-256 of the rest, then the pickled (environment, C plan, state).
-PLAN_MAGIC = b"neuron replay plan 1\n"
+PLAN_MAGIC = b"neuron replay plan 2\n"
 
 
 MAX_STAGED = 16  # elements

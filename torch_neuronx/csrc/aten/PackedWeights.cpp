@@ -5,6 +5,7 @@
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -104,16 +105,69 @@ void make_room(Cache& c, int64_t need) {
   }
 }
 
+thread_local RecordingPacks* recording = nullptr;
+
+// Resumes the paused recording when it goes out of scope, exception or not.
+struct Paused {
+  tn_capture_t capture = tn_capture_suspend();
+  ~Paused() { tn_capture_resume(capture); }
+};
+
+// The packed B of a recorded GEMM (see RecordedPack), or nullptr to pack on the fly.
+const void* recorded_pack(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream, int64_t bytes, Key& key) {
+  RecordingPacks* r = recording;
+  if (!r) return nullptr;
+  const c10::StorageImpl* storage = b.storage().unsafeGetStorageImpl();
+  size_t input = r->inputs.size();
+  for (size_t i = 0; i < r->inputs.size() && input == r->inputs.size(); i++)
+    if (r->inputs[i].defined() && r->inputs[i].storage().unsafeGetStorageImpl() == storage) input = i;
+  if (input == r->inputs.size()) return nullptr;  // computed by the graph: it changes every replay
+  for (const RecordedPack& p : r->packs)
+    if (p.input == input && p.offset == b.storage_offset() && p.sizes == key.sizes && p.strides == key.strides &&
+        p.g.a.dtype == g.a.dtype && p.g.b.dtype == g.b.dtype && p.g.n == g.n && p.g.k == g.k)
+      return p.packed.const_data_ptr();
+  {
+    Cache& c = cache();  // the eager copy of this weight is not needed beside the recording's
+    std::lock_guard<std::mutex> guard(c.lock);
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) {
+      drop_packed(c, it->second);
+      c.entries.erase(it);
+    }
+  }
+  RecordedPack p;
+  p.g = g;
+  p.input = input;
+  p.b_offset = static_cast<uint64_t>(static_cast<const char*>(b.const_data_ptr()) -
+                                     static_cast<const char*>(b.storage().data()));
+  p.packed_from = reinterpret_cast<uintptr_t>(b.const_data_ptr());
+  p.version = r->inputs[input]._version();
+  p.sizes = key.sizes;
+  p.strides = key.strides;
+  p.offset = b.storage_offset();
+  {
+    Paused paused;  // allocated and packed once, outside the recording
+    p.packed = at::empty({bytes}, b.options().dtype(at::kByte));
+    check(tn_gemm_pack_b_async(stream, &g, p.packed.mutable_data_ptr()));
+  }
+  r->packs.push_back(std::move(p));
+  return r->packs.back().packed.const_data_ptr();
+}
+
 }  // namespace
 
+void set_recording_packs(RecordingPacks* packs) { recording = packs; }
+RecordingPacks* recording_packs() { return recording; }
+
 const void* packed_b(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream) {
-  // A recording (tn/capture.h) replays its launches later: a packed copy could be evicted or
-  // go stale (the weight updated in place) by then, so recorded GEMMs read B itself.
-  if (g.m <= 4 || budget_bytes() == 0 || b.is_inference() || tn_capture_active()) return nullptr;
+  if (g.m <= 4 || budget_bytes() == 0 || b.is_inference()) return nullptr;
   int64_t bytes = tn_gemm_packed_b_bytes(&g);
   if (bytes == 0 || bytes > budget_bytes()) return nullptr;
   Key key{b.storage().unsafeGetStorageImpl(), b.storage_offset(), b.sizes().vec(), b.strides().vec(),
           static_cast<int>(g.a.dtype), static_cast<int>(g.b.dtype)};
+  // A recording (tn/capture.h) replays its launches later: the cache's copy could be evicted
+  // or go stale by then, so a recorded GEMM reads a copy the recording owns, or B itself.
+  if (tn_capture_active()) return recorded_pack(b, g, stream, bytes, key);
   int64_t version = b._version();
   Cache& c = cache();
   std::lock_guard<std::mutex> guard(c.lock);

@@ -22,6 +22,32 @@ namespace torch_neuronx::ops {
 // when b should be packed on the fly.
 const void* packed_b(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream);
 
+// Weights packed for a recording (compiler/GraphCapture.cpp). A recorded GEMM whose B is a
+// view of a graph input reads a packed copy that the recording owns (packed once, outside the
+// recording); before each replay the capture packs it again if B moved to other memory or
+// its version counter changed (an optimizer step). A B the graph computes is packed on the fly.
+struct RecordedPack {
+  at::Tensor packed;
+  tn_gemm g;           // the GEMM's operands as recorded (B as it was packed)
+  size_t input = 0;    // the graph input whose storage B views
+  uint64_t b_offset = 0;  // bytes from that storage's start to B's data
+  uintptr_t packed_from = 0;  // B's address when packed
+  uint32_t version = 0;       // the input's version counter then
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+};
+
+struct RecordingPacks {
+  std::vector<at::Tensor> inputs;  // the graph's device inputs, by position (undefined: other)
+  std::vector<uint32_t> versions;  // their version counters when the recording began
+  std::vector<RecordedPack> packs;
+};
+
+// While GraphCapture records on this thread, the packs its GEMMs read (nullptr: not recording
+// for a graph, GEMMs in a recording read B itself).
+void set_recording_packs(RecordingPacks* packs);
+RecordingPacks* recording_packs();
+
 // Drops every packed operand (torch.neuron.empty_cache calls it first).
 void clear_packed_weights();
 

@@ -5,10 +5,12 @@
 #include <torch/extension.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "aten/PackedWeights.h"
 #include "distributed/GraphOrder.h"
 #include "runtime/Functions.h"
 #include "tn/capture.h"
@@ -98,13 +100,14 @@ class Capture {
     device_ = static_cast<c10::DeviceIndex>(device);
     order_graph_after_collectives(stream_, true);
     check(tn_capture_begin(stream_, &capture_));
+    ops::set_recording_packs(&packs_);
   }
   // A recording loaded from a plan (save() in another process) that replays on the current
   // stream of `device`.
   Capture(int device, const py::bytes& plan, const py::tuple& state) {
     stream_ = current_stream(static_cast<c10::DeviceIndex>(device));
     device_ = static_cast<c10::DeviceIndex>(device);
-    TORCH_CHECK(state.size() == 4, "a replay plan's state has ", state.size(), " parts, not 4");
+    TORCH_CHECK(state.size() == 5, "a replay plan's state has ", state.size(), " parts, not 5");
     for (py::handle d : state[0].cast<py::list>()) {
       inputs_.emplace_back();
       inputs_.back().range = restore(d.cast<py::tuple>(), inputs_.back());
@@ -115,18 +118,48 @@ class Capture {
     }
     for (py::handle bytes : state[2].cast<py::list>()) ranges_.push_back(Range{0, bytes.cast<uint64_t>()});
     input_ranges_ = state[3].cast<size_t>();
+    output_ranges_ = ranges_.size();
+    for (py::handle d : state[4].cast<py::list>()) {  // packed anew before the first replay
+      py::tuple t = d.cast<py::tuple>();
+      ops::RecordedPack p;
+      std::string g = t[0].cast<std::string>();
+      TORCH_CHECK(g.size() == sizeof(tn_gemm), "a replay plan's packed weight has ", g.size(), " bytes, not ", sizeof(tn_gemm));
+      std::memcpy(&p.g, g.data(), sizeof(tn_gemm));
+      p.input = t[1].cast<size_t>();
+      p.b_offset = t[2].cast<uint64_t>();
+      int64_t bytes = t[3].cast<int64_t>();
+      TORCH_CHECK(p.input < inputs_.size() && inputs_[p.input].range >= 0 && bytes > 0,
+                  "a replay plan's packed weight names no input storage");
+      p.packed = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1, device_));
+      ranges_.push_back(Range{0, static_cast<uint64_t>(bytes)});
+      packs_.packs.push_back(std::move(p));
+    }
     std::string_view data = plan;
     check(tn_capture_load(stream_, data.data(), data.size(), &capture_));
   }
-  ~Capture() { tn_capture_destroy(capture_); }
+  ~Capture() {
+    if (ops::recording_packs() == &packs_) ops::set_recording_packs(nullptr);
+    tn_capture_destroy(capture_);
+  }
   Capture(const Capture&) = delete;
   Capture& operator=(const Capture&) = delete;
 
-  void end() { check(tn_capture_end(capture_)); }
+  void end() {
+    if (ops::recording_packs() == &packs_) ops::set_recording_packs(nullptr);
+    for (const ops::RecordedPack& p : packs_.packs)
+      if (packs_.inputs[p.input]._version() != packs_.versions[p.input]) {
+        // packed before the replay, B would miss the graph's own write
+        std::string why = "a GEMM read a packed copy of input " + std::to_string(p.input) + ", which the graph writes";
+        tn_capture_refuse(why.c_str());
+        break;
+      }
+    check(tn_capture_end(capture_));
+  }
   bool replayable() const { return tn_capture_replayable(capture_) != 0; }
   std::string reason() const { return tn_capture_reason(capture_); }
   int64_t launches() const { return tn_capture_launches(capture_); }
   int64_t relocated_words() const { return words_; }
+  int64_t packed_weights() const { return static_cast<int64_t>(packs_.packs.size()); }
 
   // Before the graph runs (its boxed call may clear the list): what each input is. Inputs
   // sharing a storage share one range.
@@ -144,6 +177,15 @@ class Capture {
       if (inputs_[i].range < 0) inputs_[i].range = add_range(start, s.nbytes());
     }
     input_ranges_ = ranges_.size();
+    packs_.inputs.assign(inputs.size(), at::Tensor());
+    packs_.versions.assign(inputs.size(), 0);
+    for (size_t i = 0; i < inputs.size(); i++)
+      if (inputs_[i].range >= 0) {
+        const at::Tensor& t = THPVariable_Unpack(inputs[i].ptr());
+        if (t.is_inference()) continue;  // no version counter: its GEMMs pack on the fly
+        packs_.inputs[i] = t;
+        packs_.versions[i] = t._version();
+      }
   }
 
   // After end(): relocates the inputs' storages and the pool blocks of the outputs. Returns
@@ -164,6 +206,9 @@ class Capture {
       if (block == 0) return "output " + std::to_string(i) + " is neither computed by the graph nor an input";
       out.range = add_range(start, block);
     }
+    output_ranges_ = ranges_.size();
+    for (const ops::RecordedPack& p : packs_.packs)  // so that a plan names them
+      add_range(reinterpret_cast<uintptr_t>(p.packed.const_data_ptr()), static_cast<uint64_t>(p.packed.numel()));
     std::vector<uintptr_t> start;
     std::vector<uint64_t> bytes;
     for (const Range& r : ranges_) start.push_back(r.start), bytes.push_back(r.bytes);
@@ -180,11 +225,14 @@ class Capture {
     check(tn_capture_save(capture_, &bytes, &size));
     py::bytes plan(static_cast<const char*>(bytes), size);
     free(bytes);
-    py::list inputs, outputs, ranges;
+    py::list inputs, outputs, ranges, packs;
     for (const Input& in : inputs_) inputs.append(describe(in, in.range));
     for (const Output& out : outputs_) outputs.append(describe(out, out.range));
-    for (const Range& r : ranges_) ranges.append(r.bytes);
-    return py::make_tuple(plan, py::make_tuple(inputs, outputs, ranges, input_ranges_));
+    for (size_t r = 0; r < output_ranges_; r++) ranges.append(ranges_[r].bytes);
+    for (const ops::RecordedPack& p : packs_.packs)
+      packs.append(py::make_tuple(py::bytes(reinterpret_cast<const char*>(&p.g), sizeof(tn_gemm)), p.input,
+                                  p.b_offset, p.packed.numel()));
+    return py::make_tuple(plan, py::make_tuple(inputs, outputs, ranges, input_ranges_, packs));
   }
 
   // True if `inputs` match the recording's (values, dtypes, shapes, strides, storage offsets,
@@ -230,9 +278,11 @@ class Capture {
       if (inputs_[i].range >= 0)
         storages[inputs_[i].range] = THPVariable_Unpack(py::handle(inputs[i]).ptr()).storage();
     at::TensorOptions bytes_on_device = at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1, device_);
-    for (size_t r = input_ranges_; r < ranges_.size(); r++)
+    for (size_t r = input_ranges_; r < output_ranges_; r++)
       storages[r] = at::empty({static_cast<int64_t>(ranges_[r].bytes)}, bytes_on_device).storage();
+    for (size_t k = 0; k < packs_.packs.size(); k++) storages[output_ranges_ + k] = packs_.packs[k].packed.storage();
     for (size_t r = 0; r < ranges_.size(); r++) start[r] = reinterpret_cast<uintptr_t>(storages[r].data());
+    repack_moved_or_changed(inputs, start);
     order_graph_after_collectives(stream_, false);
     check(tn_capture_replay_at(capture_, static_cast<int32_t>(start.size()), start.data()));
     py::list result;
@@ -257,6 +307,22 @@ class Capture {
   }
 
  private:
+  // The recording's packed weights whose input now lies elsewhere or was written since they
+  // were packed are packed again, on the stream before the replay.
+  void repack_moved_or_changed(const py::list& inputs, const std::vector<uintptr_t>& start) {
+    for (ops::RecordedPack& p : packs_.packs) {
+      const at::Tensor& t = THPVariable_Unpack(py::handle(inputs[p.input]).ptr());
+      uintptr_t from = start[inputs_[p.input].range] + p.b_offset;
+      uint32_t version = t.is_inference() ? p.version + 1 : t._version();
+      if (from == p.packed_from && version == p.version) continue;
+      tn_gemm g = p.g;
+      g.b.data = reinterpret_cast<void*>(from);
+      check(tn_gemm_pack_b_async(stream_, &g, p.packed.mutable_data_ptr()));
+      p.packed_from = from;
+      p.version = version;
+    }
+  }
+
   // The index of the range starting at `start`, or -1.
   int find_range(uintptr_t start) const {
     for (size_t r = 0; r < ranges_.size(); r++)
@@ -271,12 +337,14 @@ class Capture {
 
   std::vector<Input> inputs_;
   std::vector<Output> outputs_;
-  std::vector<Range> ranges_;  // the inputs' storages, then the outputs' blocks
+  std::vector<Range> ranges_;  // the inputs' storages, the outputs' blocks, the packed weights
   size_t input_ranges_ = 0;
+  size_t output_ranges_ = 0;  // then the packed weights' buffers
   int64_t words_ = 0;
   tn_stream_t stream_ = nullptr;
   c10::DeviceIndex device_ = 0;
   tn_capture_t capture_ = nullptr;
+  ops::RecordingPacks packs_;
 };
 
 }  // namespace
@@ -294,7 +362,8 @@ void register_capture(py::module& m) {
       .def_property_readonly("replayable", &Capture::replayable)
       .def_property_readonly("reason", &Capture::reason)
       .def_property_readonly("launches", &Capture::launches)
-      .def_property_readonly("relocated_words", &Capture::relocated_words);
+      .def_property_readonly("relocated_words", &Capture::relocated_words)
+      .def_property_readonly("packed_weights", &Capture::packed_weights);
 }
 
 }  // namespace torch_neuronx
