@@ -1,4 +1,4 @@
-"""Small random diffusion pipelines (Stable Diffusion, FLUX, FLUX.2, Qwen-Image, Qwen-Image-2.1) built
+"""Small random diffusion pipelines (Stable Diffusion, FLUX, FLUX.2, Qwen-Image, Qwen-Image-2.1, MiniMax-H3) built
 from configs (no Hugging Face Hub), the way Diffusers' own tests build theirs: for tests,
 examples/diffusion.py and bench/diffusion.py.
 
@@ -203,6 +203,47 @@ def wan(seed=0):
                        scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0))
 
 
+def minimax_h3(seed=0):
+    """A MiniMax-H3 ModularPipeline, text to video and audio (the `t2va` workflow): a two-layer
+    transformer over one packed text/audio/video sequence, a one-level video VAE (ViT decoder), a
+    one-stage audio VAE, and the video and audio schedulers. The text encoder block is dropped (it
+    reads hidden state 50 of a Qwen3-VL): `prompt_inputs` gives the embeddings. H3 generates 5 to
+    15 s at 24 fps, so a video has at least 124 frames (37 latents) and 2 x 207 audio latents; its
+    `num_inference_steps` counts the final sigma, so 3 runs two denoising steps. Run it with
+    `pipe(**prompt_inputs(pipe, device), height=8, width=8, num_inference_steps=3, generator=...,
+    output_type="np", output="videos")` (a multiple of 4 pixels; `output=["videos", "audio"]`
+    for the soundtrack too)."""
+    from diffusers import (AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Scheduler,
+                           MiniMaxH3Transformer3DModel)
+    from diffusers.modular_pipelines import MiniMaxH3Blocks
+
+    latent, audio, text = 4, 4, 16
+    torch.manual_seed(seed)
+    transformer = MiniMaxH3Transformer3DModel(num_attention_heads=2, attention_head_dim=16, hidden_size=32,
+                                              num_layers=2, num_refiner_layers=1, ffn_dim=32, in_channels=latent,
+                                              audio_in_channels=audio, text_dim=text, freq_dim=32,
+                                              time_embed_hidden_dim=32, time_embed_dim=16, rope_freq_dim=2)
+    # 2x spatial, 4x temporal: 17-frame chunks of 5 latents, as the pipeline's frame arithmetic assumes
+    vae = AutoencoderKLMiniMaxH3(latent_channels=latent, block_out_channels=(8,), layers_per_block=1,
+                                 spatial_downsample_factors=(2,), temporal_downsample_factors=(4,), norm_num_groups=4,
+                                 decoder_num_layers=1, decoder_num_attention_heads=2, decoder_attention_head_dim=8,
+                                 decoder_num_register_tokens=1, decoder_ffn_mult=2, latents_mean=[0.0] * latent,
+                                 latents_std=[1.0] * latent)
+    for block in vae.decoder.transformer_blocks:  # residual scales start at zero, which would skip the blocks
+        torch.nn.init.normal_(block.scale1, std=0.5), torch.nn.init.normal_(block.scale2, std=0.5)
+    audio_vae = AutoencoderKLMiniMaxH3Audio(encoder_dim=4, encoder_rates=(2,), latent_dim=8, latent_channels=audio,
+                                            num_attention_heads=2, decoder_dim=8, decoder_rates=(2,),
+                                            decoder_kernel_sizes=(4,), resblock_kernel_sizes=(3,),
+                                            resblock_dilation_sizes=((1,),), latents_mean=[0.0] * audio,
+                                            latents_std=[1.0] * audio)
+    blocks = MiniMaxH3Blocks().get_workflow("t2va")
+    blocks.sub_blocks.pop("text_encoder")
+    pipe = blocks.init_pipeline()
+    pipe.update_components(transformer=transformer, vae=vae, audio_vae=audio_vae,
+                           scheduler=MiniMaxH3Scheduler(shift=12.0), audio_scheduler=MiniMaxH3Scheduler(shift=3.0))
+    return pipe
+
+
 def _with_pooled(g, shape, pooled_dim, device, dtype):
     """Prompt and negative prompt embeddings with their pooled ones (SDXL, SD3), CFG scale 5."""
     emb, neg = torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)
@@ -252,6 +293,9 @@ def prompt_inputs(pipe, device, dtype=torch.float32, seed=1):
         emb, neg = torch.randn(1, 8, 32, generator=g), torch.randn(1, 8, 32, generator=g)
         return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype),
                     guidance_scale=5.0, num_frames=5)
+    if kind == "MiniMaxH3ModularPipeline":  # guidance-distilled: no negative prompt; the shortest video
+        return dict(prompt_embeds=torch.randn(1, 8, 16, generator=g).to(device, dtype),
+                    text_token_tags=torch.full((8,), pipe.text_tag), num_frames=124)
     dim = pipe.cross_attention_dim
     emb, neg = torch.randn(1, 7, dim, generator=g), torch.randn(1, 7, dim, generator=g)
     return dict(prompt_embeds=emb.to(device, dtype), negative_prompt_embeds=neg.to(device, dtype), guidance_scale=6.0)
