@@ -294,6 +294,21 @@ static void block(const tn_gemm *g, const tn_kernel_table *k, float *scratch, in
 static void pack_a_rows(uint16_t *ap, const tn_matrix *a, const uint16_t *base, int64_t i0,
                         int64_t mc, int64_t p0, int64_t kc, int32_t mr) {
     int64_t width = 2 * ((kc + 1) / 2), rows = (mc + mr - 1) / mr * mr;
+    if (a->row_stride == 1 && a->col_stride != 1) {
+        /* A transposed (a convolution's im2col columns): each column's rows are contiguous, so
+         * walk the columns and scatter into the panels' rows, which stay in cache; reading each
+         * row along k instead touched one cache line per element and made a bf16 product with
+         * such an A 3x slower than with a contiguous one */
+        for (int64_t p = 0; p < kc; p++) {
+            const uint16_t *col = base + i0 + (p0 + p) * a->col_stride;
+            for (int64_t i = 0; i < mc; i++) ap[i * width + p] = col[i];
+        }
+        for (int64_t i = 0; i < rows; i++) {
+            if (i >= mc) memset(ap + i * width, 0, sizeof(uint16_t) * (size_t)width);
+            else if (kc < width) ap[i * width + kc] = 0;
+        }
+        return;
+    }
     for (int64_t i = 0; i < rows; i++) {
         uint16_t *dst = ap + i * width;
         if (i >= mc) {
