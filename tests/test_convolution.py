@@ -82,3 +82,25 @@ def test_inference_mode():
     with torch.inference_mode():
         got = F.conv1d(x.to("neuron"), w.to("neuron"), groups=4, padding=1)
     torch.testing.assert_close(got.cpu(), F.conv1d(x, w, groups=4, padding=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("channels,side", [(32, 4), (4, 8)], ids=["positions<channels", "positions>=channels"])
+def test_both_product_orientations_match_cpu(channels, side, dtype):
+    """A 2-D convolution's product runs as W columns when it has at least as many output
+    positions as channels, else as columns^T W^T: both forward and backward equal the CPU's."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(6, channels, 3, padding=1).to(dtype)
+    dev = torch.nn.Conv2d(6, channels, 3, padding=1).to(dtype).to("neuron")
+    dev.load_state_dict(conv.state_dict())
+    x = torch.randn(2, 6, side, side, dtype=dtype, requires_grad=True)
+    xd = x.detach().to("neuron").requires_grad_(True)
+    out, outd = conv(x), dev(xd)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(outd.cpu(), out, **tol)
+    g = torch.randn_like(out)
+    out.backward(g)
+    outd.backward(g.to("neuron"))
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, **tol)
+    torch.testing.assert_close(dev.weight.grad.cpu(), conv.weight.grad, **tol)
+    torch.testing.assert_close(dev.bias.grad.cpu(), conv.bias.grad, **tol)
