@@ -400,3 +400,27 @@ def test_compile_workers_must_be_a_number(monkeypatch):
     compiled = torch.compile(dev, backend="neuron", fullgraph=True, dynamic=False)
     with pytest.raises(Exception, match="TORCH_NEURONX_COMPILE_WORKERS='many'"):
         compiled(torch.randn(8, 32).to("neuron"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_nearest_upsampling_stays_one_kernel(dtype):
+    """AOTAutograd decomposes nearest upsampling into a gather; the compiled graph runs the
+    native upsample again (a gather with other indices stays a gather)."""
+    from torch_neuronx.compiler import get_dynamo_metrics, reset_dynamo_metrics
+
+    def f(x, idx):
+        up = torch.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+        odd = torch.nn.functional.interpolate(x, size=(5, 7), mode="nearest")
+        return up * 2, odd + 1, x[:, :, idx[:, None], idx]  # the last: a gather that is no upsample
+
+    x = torch.randn(2, 3, 4, 4).to(dtype)
+    idx = torch.tensor([3, 0, 2])
+    torch._dynamo.reset()
+    reset_dynamo_metrics()
+    run = torch.compile(f, backend="neuron", fullgraph=True, dynamic=False)
+    torch_neuronx.clear_op_tracking()
+    got = run(x.to("neuron"), idx.to("neuron"))
+    for a, b in zip(got, f(x, idx)):
+        torch.testing.assert_close(a.cpu(), b, rtol=0, atol=0)
+    assert get_dynamo_metrics()["restored_upsamples"] == 2
+    assert "aten::upsample_nearest2d" in torch_neuronx.get_executed_ops()

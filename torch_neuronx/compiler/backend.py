@@ -9,7 +9,7 @@ import torch
 
 _lock = threading.Lock()
 _COUNTERS = ("graphs", "graph_nodes", "compilations", "fused_regions", "fused_row_sums", "kernel_builds",
-             "kernel_cache_hits", "inplace_updates", "shared_nodes", "folded_constants", "grouped_attention",
+             "kernel_cache_hits", "inplace_updates", "shared_nodes", "folded_constants", "restored_upsamples", "grouped_attention",
              "fast_calls", "fallbacks", "recordings", "packed_weights", "replays", "replay_refusals", "plans_saved",
              "plans_loaded", "graph_cache_hits", "compile_seconds")
 _metrics = dict.fromkeys(_COUNTERS, 0)
@@ -114,7 +114,8 @@ def _compile_graph(gm, kind):
     counts of what the passes did (None when compilation failed and the graph runs on the
     eager kernels instead)."""
     from .fusion import fuse, reinplace_input_updates
-    from .passes import attend_grouped_heads, bind_fast_calls, fold_constants, share_common_subexpressions
+    from .passes import (attend_grouped_heads, bind_fast_calls, fold_constants, restore_nearest_upsampling,
+                         share_common_subexpressions)
 
     start = time.perf_counter()
     debug = _debug_dir()
@@ -129,6 +130,7 @@ def _compile_graph(gm, kind):
         stats["inplace_updates"] = reinplace_input_updates(gm)
         stats["shared_nodes"] = share_common_subexpressions(gm)
         stats["folded_constants"] = fold_constants(gm)
+        stats["restored_upsamples"] = restore_nearest_upsampling(gm)
         stats["grouped_attention"] = attend_grouped_heads(gm)
         fuse(gm, cache_dir(), debug, stats)
         stats["fast_calls"] = bind_fast_calls(gm)
