@@ -26,6 +26,14 @@ def compiled(module):
     return torch.compile(module, backend="neuron", fullgraph=True, dynamic=False)
 
 
+def calls_match_cpu(run, cpu, calls):
+    """`calls` calls of the compiled `run` on new inputs, each equal to the CPU module's."""
+    with torch.no_grad():
+        for _ in range(calls):
+            x = torch.randn(8, 32)
+            torch.testing.assert_close(run(x.to("neuron")).cpu(), cpu(x), **TOL)
+
+
 def test_replays_follow_the_cpu_with_new_inputs():
     cpu, dev = pair(Block)
     run = compiled(dev)
@@ -64,11 +72,7 @@ def test_recorded_gemms_read_weights_packed_once():
     owns: packed once, not at every replay (the replays ran every GEMM single-threaded, packing
     B on the fly, at 0.4-0.8x the eager speed)."""
     cpu, dev = pair(Block)
-    run = compiled(dev)
-    with torch.no_grad():
-        for _ in range(4):
-            x = torch.randn(8, 32)
-            torch.testing.assert_close(run(x.to("neuron")).cpu(), cpu(x), **TOL)
+    calls_match_cpu(compiled(dev), cpu, 4)
     m = get_dynamo_metrics()
     assert m["recordings"] == 1 and m["replays"] == 2 and m["packed_weights"] == 2, m  # up, down
 
@@ -435,10 +439,6 @@ def test_a_recording_that_cannot_be_saved_replays_as_recorded(monkeypatch):
 
     monkeypatch.setattr(_C.Capture, "save", refuse)
     cpu, dev = pair(Block)
-    run = compiled(dev)
-    with torch.no_grad():
-        for _ in range(5):
-            x = torch.randn(8, 32)
-            torch.testing.assert_close(run(x.to("neuron")).cpu(), cpu(x), **TOL)
+    calls_match_cpu(compiled(dev), cpu, 5)
     m = get_dynamo_metrics()
     assert m["recordings"] == 1 and m["replays"] == 3 and m["plans_saved"] == 0, m

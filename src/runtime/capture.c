@@ -202,9 +202,7 @@ static tn_status run_replay(void *p) {
         if (tn_trace_on()) {
             int32_t device, stream;
             tn_trace_current_stream(&device, &stream);
-            int64_t t0 = tn_trace_now_ns();
-            st = r->fn(c->scratch);
-            tn_trace_record(r->op, device, stream, 1, t0, tn_trace_now_ns());
+            st = tn_trace_call(r->op, r->fn, c->scratch, device, stream, 1);
         } else {
             st = r->fn(c->scratch);
         }

@@ -60,9 +60,7 @@ static tn_status run_task(tn_stream_t s, const char *op, tn_task_fn fn, void *ar
     if (!tn_trace_on()) return fn(arg);
     tn_stream_t outer = running;
     running = s;
-    int64_t t0 = tn_trace_now_ns();
-    tn_status st = fn(arg);
-    tn_trace_record(op, s->device, s->index, 0, t0, tn_trace_now_ns());
+    tn_status st = tn_trace_call(op, fn, arg, s->device, s->index, 0);
     running = outer;
     return st;
 }

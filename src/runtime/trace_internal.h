@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "tn/stream.h"
 #include "tn/trace.h"
 
 extern int32_t tn_trace_on_;
@@ -16,5 +17,14 @@ void tn_trace_record(const char *name, int32_t device, int32_t stream, int32_t d
 
 /* The stream whose task the calling thread runs (-1, -1 outside a task). */
 void tn_trace_current_stream(int32_t *device, int32_t *stream);
+
+/* Runs fn(arg) and records it as `op` on (device, stream) at `depth`. */
+static inline tn_status tn_trace_call(const char *op, tn_task_fn fn, void *arg, int32_t device, int32_t stream,
+                                      int32_t depth) {
+    int64_t t0 = tn_trace_now_ns();
+    tn_status st = fn(arg);
+    tn_trace_record(op, device, stream, depth, t0, tn_trace_now_ns());
+    return st;
+}
 
 #endif

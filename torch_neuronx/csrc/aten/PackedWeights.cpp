@@ -4,8 +4,8 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/intrusive_ptr.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -117,14 +117,16 @@ struct Paused {
 const void* recorded_pack(const at::Tensor& b, const tn_gemm& g, tn_stream_t stream, int64_t bytes, Key& key) {
   RecordingPacks* r = recording;
   if (!r) return nullptr;
-  const c10::StorageImpl* storage = b.storage().unsafeGetStorageImpl();
-  size_t input = r->inputs.size();
-  for (size_t i = 0; i < r->inputs.size() && input == r->inputs.size(); i++)
-    if (r->inputs[i].defined() && r->inputs[i].storage().unsafeGetStorageImpl() == storage) input = i;
-  if (input == r->inputs.size()) return nullptr;  // computed by the graph: it changes every replay
+  auto in = std::find_if(r->inputs.begin(), r->inputs.end(), [&](const at::Tensor& t) {
+    return t.defined() && t.storage().unsafeGetStorageImpl() == key.storage;
+  });
+  if (in == r->inputs.end()) return nullptr;  // computed by the graph: it changes every replay
+  size_t input = static_cast<size_t>(in - r->inputs.begin());
+  uint64_t b_offset = static_cast<uint64_t>(static_cast<const char*>(b.const_data_ptr()) -
+                                            static_cast<const char*>(b.storage().data()));
   for (const RecordedPack& p : r->packs)
-    if (p.input == input && p.offset == b.storage_offset() && p.sizes == key.sizes && p.strides == key.strides &&
-        p.g.a.dtype == g.a.dtype && p.g.b.dtype == g.b.dtype && p.g.n == g.n && p.g.k == g.k)
+    if (p.input == input && p.b_offset == b_offset && p.sizes == key.sizes && p.strides == key.strides &&
+        p.g.a.dtype == g.a.dtype && p.g.b.dtype == g.b.dtype)
       return p.packed.const_data_ptr();
   {
     Cache& c = cache();  // the eager copy of this weight is not needed beside the recording's
@@ -138,13 +140,11 @@ const void* recorded_pack(const at::Tensor& b, const tn_gemm& g, tn_stream_t str
   RecordedPack p;
   p.g = g;
   p.input = input;
-  p.b_offset = static_cast<uint64_t>(static_cast<const char*>(b.const_data_ptr()) -
-                                     static_cast<const char*>(b.storage().data()));
+  p.b_offset = b_offset;
   p.packed_from = reinterpret_cast<uintptr_t>(b.const_data_ptr());
-  p.version = r->inputs[input]._version();
+  p.version = in->_version();
   p.sizes = key.sizes;
   p.strides = key.strides;
-  p.offset = b.storage_offset();
   {
     Paused paused;  // allocated and packed once, outside the recording
     p.packed = at::empty({bytes}, b.options().dtype(at::kByte));

@@ -33,8 +33,7 @@ struct RecordedPack {
   uint64_t b_offset = 0;  // bytes from that storage's start to B's data
   uintptr_t packed_from = 0;  // B's address when packed
   uint32_t version = 0;       // the input's version counter then
-  std::vector<int64_t> sizes, strides;
-  int64_t offset = 0;
+  std::vector<int64_t> sizes, strides;  // B's view of the input (b_offset says where it starts)
 };
 
 struct RecordingPacks {

@@ -313,6 +313,7 @@ class Capture {
     for (ops::RecordedPack& p : packs_.packs) {
       const at::Tensor& t = THPVariable_Unpack(py::handle(inputs[p.input]).ptr());
       uintptr_t from = start[inputs_[p.input].range] + p.b_offset;
+      // an inference tensor has no version counter: pack it for every replay
       uint32_t version = t.is_inference() ? p.version + 1 : t._version();
       if (from == p.packed_from && version == p.version) continue;
       tn_gemm g = p.g;
